@@ -1,0 +1,123 @@
+# melpipe - one non-recursive Makefile.
+#
+# Targets:
+#   make            build the five programs into bin/ (and the CUDA backend
+#                   and the HDF5 zstd filter plugin beside them)
+#   make check      install what is missing, build, run every test (also
+#                   under AddressSanitizer + UndefinedBehaviorSanitizer)
+#   make demo       install what is missing, build, make a small spoken-word
+#                   dataset and turn it into demo/out.h5
+#   make test       run the tests against the current build only
+#   make setup      install missing Debian packages and the test venv
+#   make install    install into $(PREFIX) (default /usr/local)
+#   make clean
+# Variables: V=1 shows commands; CUDA=0 skips the CUDA backend; SAN=1
+# builds with sanitizers into build/san.
+
+PREFIX ?= /usr/local
+CC ?= cc
+NVCC ?= nvcc
+V ?= 0
+SAN ?= 0
+
+ifeq ($(SAN),1)
+BUILD := build/san
+BIN := build/san/bin
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+else
+BUILD := build/obj
+BIN := bin
+SANFLAGS :=
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wpointer-arith -Wvla \
+	-Wcast-align -Wwrite-strings -Wundef -Werror
+OPT ?= -O2 -g
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SANFLAGS) -MMD -MP \
+	-pthread $(CFLAGS)
+LDFLAGS_ALL := $(SANFLAGS) -pthread $(LDFLAGS)
+
+PKGS := sndfile soxr fftw3f hdf5-serial libzstd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS_ALL += $(PKG_CFLAGS)
+LIBS_zstd := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+LIBS_sndfile := $(shell pkg-config --libs sndfile soxr 2>/dev/null)
+LIBS_fftw := $(shell pkg-config --libs fftw3f 2>/dev/null) -lfftw3f_threads
+LIBS_hdf5 := $(shell pkg-config --libs hdf5-serial 2>/dev/null)
+
+PROGS := wavcat segment gpumel h5pack recdump
+
+# The shared library code, built into one static archive.
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_A := $(BUILD)/libmelpipe.a
+COMMON_SRC := $(wildcard tools/common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+
+# Per-program link libraries.
+LIBS_wavcat := $(LIBS_sndfile) -lm
+LIBS_segment := -lm
+LIBS_gpumel := $(LIBS_fftw) -lm -ldl
+LIBS_h5pack := $(LIBS_hdf5) -lm
+LIBS_recdump := -lm
+
+all: $(PROGS:%=$(BIN)/%)
+
+$(LIB_A): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+define prog_rule
+$(1)_SRC := $$(wildcard tools/$(1)/*.c)
+$(1)_OBJ := $$($(1)_SRC:%.c=$$(BUILD)/%.o)
+$$(BIN)/$(1): $$($(1)_OBJ) $$(COMMON_OBJ) $$(LIB_A)
+	@mkdir -p $$(@D)
+	@[ "$$(V)" = 1 ] || echo "  LD      $$@"
+	$$(Q)$$(CC) $$(LDFLAGS_ALL) -o $$@ $$^ $$(LIBS_$(1)) $$(LIBS_zstd) -lm
+endef
+$(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
+
+# Extra build pieces (CUDA backend, HDF5 filter plugin, test helpers) are
+# described in their own fragments, included here.
+-include $(wildcard tools/*/build.mk) tests/build.mk
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+setup:
+	$(Q)scripts/setup
+
+check: setup
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory test
+	$(Q)$(MAKE) --no-print-directory SAN=1 all test-helpers
+	$(Q)MELPIPE_BIN=$(CURDIR)/build/san/bin MELPIPE_SAN=1 \
+		prove -j2 --timer tests/t[0-9]*.sh
+
+test: all test-helpers
+	$(Q)prove -j2 --timer tests/t[0-9]*.sh
+
+demo: setup
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(PROGS:%=$(BIN)/%) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build bin
+
+.PHONY: all setup check test demo install clean test-helpers

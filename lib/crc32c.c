@@ -1,0 +1,220 @@
+/*
+ * crc32c.c - CRC32C with the SSE4.2 instruction or slicing-by-8 tables.
+ *
+ * Every record of every stream is checksummed once by its writer and once
+ * by each reader, so this is on the hot path of every stage: the hardware
+ * path runs three independent crc32 chains over thirds of a block (the
+ * instruction has a latency of 3 cycles and a throughput of 1) and joins
+ * them with a carry-less "shift by N bytes" done through tables.
+ */
+#include "crc32c.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define POLY 0x82F63B78u
+
+/* tab[k][b]: CRC of byte b followed by k zero bytes (slicing-by-8). */
+static uint32_t tab[8][256];
+static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
+
+static void tab_init(void)
+{
+	for (unsigned b = 0; b < 256; b++) {
+		uint32_t c = b;
+
+		for (int i = 0; i < 8; i++)
+			c = (c >> 1) ^ (POLY & (0u - (c & 1)));
+		tab[0][b] = c;
+	}
+	for (unsigned b = 0; b < 256; b++)
+		for (int k = 1; k < 8; k++)
+			tab[k][b] = (tab[k - 1][b] >> 8) ^
+				    tab[0][tab[k - 1][b] & 0xff];
+}
+
+static uint64_t load64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v; /* the table code below assumes a little-endian host */
+}
+
+/* Raw (not pre/post-inverted) table update. */
+static uint32_t sw_update(uint32_t c, const unsigned char *p, size_t len)
+{
+	while (len && ((uintptr_t)p & 7)) {
+		c = (c >> 8) ^ tab[0][(c ^ *p++) & 0xff];
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t v = load64(p) ^ c;
+
+		c = tab[7][v & 0xff] ^ tab[6][(v >> 8) & 0xff] ^
+		    tab[5][(v >> 16) & 0xff] ^ tab[4][(v >> 24) & 0xff] ^
+		    tab[3][(v >> 32) & 0xff] ^ tab[2][(v >> 40) & 0xff] ^
+		    tab[1][(v >> 48) & 0xff] ^ tab[0][v >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = (c >> 8) ^ tab[0][(c ^ *p++) & 0xff];
+	return c;
+}
+
+uint32_t crc32c_portable(uint32_t crc, const void *buf, size_t len)
+{
+	pthread_once(&tab_once, tab_init);
+	return ~sw_update(~crc, buf, len);
+}
+
+#if defined(__x86_64__)
+
+/*
+ * The hardware path. A block of 3*L bytes is processed as three
+ * independent chains; chain a's CRC is then moved past the 2*L bytes of
+ * chains b and c by multiplying it by x^(8*2*L) mod P, and chain b's past
+ * L bytes. Multiplication by a fixed power is linear over GF(2), so it is
+ * a table lookup per byte of the 32-bit value. Two block sizes: 3 x 4 KiB
+ * for large payloads and 3 x 256 bytes for records of a few hundred
+ * bytes (segments, single feature frames), which are common too.
+ */
+#define LANE_BIG 4096u
+#define LANE_SMALL 256u
+
+struct shift_tables {
+	uint32_t by1[4][256]; /* advance a CRC over LANE zero bytes */
+	uint32_t by2[4][256]; /* over 2*LANE zero bytes */
+};
+
+static struct shift_tables big_shift, small_shift;
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+/* c advanced over n zero bytes, raw (no inversion), bit by bit: only used
+ * to build the tables. */
+static uint32_t zeros_slow(uint32_t c, size_t n)
+{
+	while (n--)
+		for (int i = 0; i < 8; i++)
+			c = (c >> 1) ^ (POLY & (0u - (c & 1)));
+	return c;
+}
+
+/* Builds t so that zeros(c, n) == t[0][c&255] ^ t[1][c>>8&255] ^ ...,
+ * from the images of the 32 basis vectors. */
+static void shift_build(uint32_t t[4][256], size_t n)
+{
+	uint32_t basis[32];
+
+	for (int i = 0; i < 32; i++)
+		basis[i] = zeros_slow(1u << i, n);
+	for (int k = 0; k < 4; k++)
+		for (unsigned b = 0; b < 256; b++) {
+			uint32_t v = 0;
+
+			for (int i = 0; i < 8; i++)
+				if (b & (1u << i))
+					v ^= basis[8 * k + i];
+			t[k][b] = v;
+		}
+}
+
+static void shift_init(void)
+{
+	shift_build(big_shift.by1, LANE_BIG);
+	shift_build(big_shift.by2, 2 * LANE_BIG);
+	shift_build(small_shift.by1, LANE_SMALL);
+	shift_build(small_shift.by2, 2 * LANE_SMALL);
+}
+
+static uint32_t shift(uint32_t t[4][256], uint32_t c)
+{
+	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^
+	       t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t hw_chain(uint32_t c, const unsigned char *p, size_t len)
+{
+	uint64_t c64 = c;
+
+	while (len >= 8) {
+		c64 = __builtin_ia32_crc32di(c64, load64(p));
+		p += 8;
+		len -= 8;
+	}
+	c = (uint32_t)c64;
+	while (len--)
+		c = __builtin_ia32_crc32qi(c, *p++);
+	return c;
+}
+
+/* Consumes whole blocks of 3*lane bytes from *pp, three chains at a time
+ * (inlined so that lane is a constant in each copy). */
+__attribute__((target("sse4.2"), always_inline))
+static inline uint32_t hw_blocks(uint32_t c, const unsigned char **pp,
+				 size_t *plen, size_t lane,
+				 uint32_t by1[4][256], uint32_t by2[4][256])
+{
+	const unsigned char *p = *pp;
+	size_t len = *plen;
+
+	while (len >= 3 * lane) {
+		uint64_t a = c, b = 0, d = 0;
+
+		for (size_t i = 0; i < lane; i += 8) {
+			a = __builtin_ia32_crc32di(a, load64(p + i));
+			b = __builtin_ia32_crc32di(b, load64(p + lane + i));
+			d = __builtin_ia32_crc32di(d, load64(p + 2 * lane + i));
+		}
+		/* Raw CRCs are linear: crc(A.B.D) = shift(A, |B|+|D|) ^
+		 * shift(B, |D|) ^ D when B and D start from 0. */
+		c = shift(by2, (uint32_t)a) ^ shift(by1, (uint32_t)b) ^
+		    (uint32_t)d;
+		p += 3 * lane;
+		len -= 3 * lane;
+	}
+	*pp = p;
+	*plen = len;
+	return c;
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t hw_update(uint32_t c, const unsigned char *p, size_t len)
+{
+	if (len >= 3 * LANE_SMALL) {
+		pthread_once(&shift_once, shift_init);
+		c = hw_blocks(c, &p, &len, LANE_BIG, big_shift.by1,
+			      big_shift.by2);
+		c = hw_blocks(c, &p, &len, LANE_SMALL, small_shift.by1,
+			      small_shift.by2);
+	}
+	return hw_chain(c, p, len);
+}
+
+int crc32c_hw_available(void)
+{
+	return __builtin_cpu_supports("sse4.2") ? 1 : 0;
+}
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~hw_update(~crc, buf, len);
+	return crc32c_portable(crc, buf, len);
+}
+
+#else /* not x86-64: tables only */
+
+int crc32c_hw_available(void)
+{
+	return 0;
+}
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return crc32c_portable(crc, buf, len);
+}
+
+#endif

@@ -1,0 +1,1653 @@
+/*
+ * rec.c - reader and writer of melpipe record streams (formats/record.md).
+ *
+ * Streams carry gigabytes, so both sides work on large buffers: the reader
+ * fills a buffer of 1 MiB or more with few read(2) calls and hands out
+ * pointers into it; the writer gathers records in its buffer and writes
+ * it in one call, and passes payloads larger than the buffer to writev(2)
+ * beside it instead of copying them. Each record's CRC is computed once
+ * on each side.
+ *
+ * The format has no padding, so a payload can start at any byte. Typed
+ * access to a misaligned array is undefined behaviour (UBSan traps it),
+ * so payloads are handed out 16-byte aligned: the reader moves a payload
+ * back by up to 15 bytes over its own, already parsed, metadata; reserved
+ * payloads start aligned and move into place at commit. Both moves are
+ * within bytes just touched, cheap next to the pipe's own copy.
+ */
+#include "rec.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <zstd.h>
+
+#include "crc32c.h"
+#include "xio.h"
+
+#define DEFAULT_BUFFER (1u << 20)
+#define MIN_READ (64u << 10)    /* never read(2) into less room than this */
+#define MAX_KEY 0xffffu         /* key_len is a 16-bit field */
+#define TRAILER_META 32u
+#define DETAIL_SIZE 1024
+#define PAYLOAD_ALIGN 16u       /* of payloads handed out, for typed access */
+#define ALIGN_UP(n) (((n) + PAYLOAD_ALIGN - 1) & ~(size_t)(PAYLOAD_ALIGN - 1))
+#define REASON_SIZE 512
+
+/* ------------------------------------------------------------------ */
+/* Little-endian fields */
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ------------------------------------------------------------------ */
+/* Names */
+
+const char *rec_strerror(int err)
+{
+	switch (err) {
+	case REC_OK: return "success";
+	case REC_END: return "end of stream";
+	case REC_E_NOMEM: return "out of memory";
+	case REC_E_IO: return "input/output error";
+	case REC_E_EPIPE: return "output closed by its reader";
+	case REC_E_MAGIC: return "not a record stream";
+	case REC_E_VERSION: return "unsupported format version";
+	case REC_E_CRC: return "checksum mismatch";
+	case REC_E_TOOBIG: return "record larger than the size cap";
+	case REC_E_TRUNC: return "truncated stream";
+	case REC_E_FORMAT: return "malformed record";
+	case REC_E_ORDER: return "record out of order";
+	case REC_E_TRAILING: return "data after the trailer";
+	case REC_E_ZSTD: return "payload does not decompress";
+	case REC_E_INVAL: return "invalid argument";
+	}
+	return "unknown error";
+}
+
+size_t rec_dtype_size(int dtype)
+{
+	switch (dtype) {
+	case REC_S16: return 2;
+	case REC_F32: return 4;
+	case REC_F16: return 2;
+	case REC_BF16: return 2;
+	}
+	return 0;
+}
+
+const char *rec_dtype_name(int dtype)
+{
+	switch (dtype) {
+	case REC_S16: return "s16";
+	case REC_F32: return "f32";
+	case REC_F16: return "f16";
+	case REC_BF16: return "bf16";
+	}
+	return NULL;
+}
+
+int rec_dtype_parse(const char *name)
+{
+	for (int d = REC_S16; d <= REC_BF16; d++)
+		if (name && strcmp(name, rec_dtype_name(d)) == 0)
+			return d;
+	return 0;
+}
+
+const char *rec_split_name(int split)
+{
+	static const char *const names[] = {
+		"none", "training", "validation", "testing"
+	};
+
+	if (split < 0 || split > REC_SPLIT_TESTING)
+		return NULL;
+	return names[split];
+}
+
+static const char *type_name(int type)
+{
+	switch (type) {
+	case REC_T_HEADER: return "header";
+	case REC_T_AUDIO: return "audio";
+	case REC_T_FEATURES: return "features";
+	case REC_T_SKIPPED: return "skipped";
+	case REC_T_TRAILER: return "trailer";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------------ */
+/* Header key/value list */
+
+struct rec_pair {
+	char *key;
+	char *value;
+};
+
+struct rec_header {
+	struct rec_pair *v;
+	size_t n, cap;
+};
+
+/* Keys are ASCII [a-z0-9_], non-empty. */
+static int key_valid(const char *k, size_t len)
+{
+	if (len == 0)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = k[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+rec_header *rec_header_new(void)
+{
+	return calloc(1, sizeof(rec_header));
+}
+
+void rec_header_free(rec_header *h)
+{
+	if (h == NULL)
+		return;
+	for (size_t i = 0; i < h->n; i++) {
+		free(h->v[i].key);
+		free(h->v[i].value);
+	}
+	free(h->v);
+	free(h);
+}
+
+/* Appends a pair of (len-delimited) strings; they need not be terminated. */
+static int header_append(rec_header *h, const char *k, size_t klen,
+			 const char *v, size_t vlen)
+{
+	char *kc, *vc;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		struct rec_pair *nv = realloc(h->v, cap * sizeof(*nv));
+
+		if (nv == NULL)
+			return REC_E_NOMEM;
+		h->v = nv;
+		h->cap = cap;
+	}
+	kc = malloc(klen + 1);
+	vc = malloc(vlen + 1);
+	if (kc == NULL || vc == NULL) {
+		free(kc);
+		free(vc);
+		return REC_E_NOMEM;
+	}
+	memcpy(kc, k, klen);
+	kc[klen] = '\0';
+	memcpy(vc, v, vlen);
+	vc[vlen] = '\0';
+	h->v[h->n].key = kc;
+	h->v[h->n].value = vc;
+	h->n++;
+	return REC_OK;
+}
+
+rec_header *rec_header_dup(const rec_header *h)
+{
+	rec_header *d = rec_header_new();
+
+	if (d == NULL || h == NULL)
+		return d;
+	for (size_t i = 0; i < h->n; i++) {
+		const struct rec_pair *p = &h->v[i];
+
+		if (header_append(d, p->key, strlen(p->key), p->value,
+				  strlen(p->value))) {
+			rec_header_free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+int rec_header_add(rec_header *h, const char *key, const char *value)
+{
+	if (h == NULL || key == NULL || value == NULL ||
+	    !key_valid(key, strlen(key)))
+		return REC_E_INVAL;
+	return header_append(h, key, strlen(key), value, strlen(value));
+}
+
+int rec_header_set(rec_header *h, const char *key, const char *value)
+{
+	size_t i, j;
+	char *vc;
+
+	if (h == NULL || key == NULL || value == NULL ||
+	    !key_valid(key, strlen(key)))
+		return REC_E_INVAL;
+	for (i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].key, key) == 0)
+			break;
+	if (i == h->n)
+		return header_append(h, key, strlen(key), value,
+				     strlen(value));
+	vc = strdup(value);
+	if (vc == NULL)
+		return REC_E_NOMEM;
+	free(h->v[i].value);
+	h->v[i].value = vc;
+	/* Drop the later pairs with this key, keeping the order of the rest. */
+	for (j = ++i; i < h->n; i++) {
+		if (strcmp(h->v[i].key, key) == 0) {
+			free(h->v[i].key);
+			free(h->v[i].value);
+		} else {
+			h->v[j++] = h->v[i];
+		}
+	}
+	h->n = j;
+	return REC_OK;
+}
+
+int rec_header_set_u64(rec_header *h, const char *key, uint64_t value)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, value);
+	return rec_header_set(h, key, buf);
+}
+
+int rec_header_set_double(rec_header *h, const char *key, double value)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.17g", value);
+	return rec_header_set(h, key, buf);
+}
+
+void rec_header_del(rec_header *h, const char *key)
+{
+	size_t i, j;
+
+	if (h == NULL || key == NULL)
+		return;
+	for (i = j = 0; i < h->n; i++) {
+		if (strcmp(h->v[i].key, key) == 0) {
+			free(h->v[i].key);
+			free(h->v[i].value);
+		} else {
+			h->v[j++] = h->v[i];
+		}
+	}
+	h->n = j;
+}
+
+const char *rec_header_get(const rec_header *h, const char *key)
+{
+	return rec_header_get_nth(h, key, 0);
+}
+
+size_t rec_header_count(const rec_header *h, const char *key)
+{
+	size_t n = 0;
+
+	if (h == NULL || key == NULL)
+		return 0;
+	for (size_t i = 0; i < h->n; i++)
+		n += strcmp(h->v[i].key, key) == 0;
+	return n;
+}
+
+const char *rec_header_get_nth(const rec_header *h, const char *key,
+			       size_t n)
+{
+	if (h == NULL || key == NULL)
+		return NULL;
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].key, key) == 0 && n-- == 0)
+			return h->v[i].value;
+	return NULL;
+}
+
+size_t rec_header_len(const rec_header *h)
+{
+	return h ? h->n : 0;
+}
+
+void rec_header_entry(const rec_header *h, size_t i, const char **key,
+		      const char **value)
+{
+	const char *k = NULL, *v = NULL;
+
+	if (h && i < h->n) {
+		k = h->v[i].key;
+		v = h->v[i].value;
+	}
+	if (key)
+		*key = k;
+	if (value)
+		*value = v;
+}
+
+/* A growable string for building stage entries. */
+struct strbuf {
+	char *s;
+	size_t len, cap;
+	int err;
+};
+
+static void sb_add(struct strbuf *b, const char *s, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 128;
+		char *ns;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		ns = realloc(b->s, cap);
+		if (ns == NULL) {
+			b->err = 1;
+			return;
+		}
+		b->s = ns;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void sb_str(struct strbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
+/* Characters a POSIX shell takes literally in a word. */
+static int shell_safe(const char *s)
+{
+	static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "abcdefghijklmnopqrstuvwxyz"
+				   "0123456789_@%+=:,./-";
+
+	if (*s == '\0')
+		return 0;
+	for (; *s; s++)
+		if (!strchr(safe, *s))
+			return 0;
+	return 1;
+}
+
+/* Appends s quoted so that sh reads it back as one word: 'a b', 'it'\''s',
+ * and '' for the empty string. */
+static void sb_shell_quote(struct strbuf *b, const char *s)
+{
+	if (shell_safe(s)) {
+		sb_str(b, s);
+		return;
+	}
+	sb_add(b, "'", 1);
+	for (; *s; s++) {
+		if (*s == '\'')
+			sb_str(b, "'\\''");
+		else
+			sb_add(b, s, 1);
+	}
+	sb_add(b, "'", 1);
+}
+
+int rec_header_add_stage(rec_header *h, const char *prog,
+			 const char *version, int argc, char *const argv[])
+{
+	struct strbuf b = { 0 };
+	int err;
+
+	if (h == NULL || prog == NULL || version == NULL || argc < 0 ||
+	    (argc > 0 && argv == NULL))
+		return REC_E_INVAL;
+	sb_str(&b, prog);
+	sb_str(&b, " ");
+	sb_str(&b, version);
+	sb_str(&b, "\t");
+	for (int i = 0; i < argc; i++) {
+		if (i > 0)
+			sb_str(&b, " ");
+		sb_shell_quote(&b, argv[i] ? argv[i] : "");
+	}
+	if (b.err)
+		err = REC_E_NOMEM;
+	else
+		err = rec_header_add(h, "stage", b.s);
+	free(b.s);
+	return err;
+}
+
+/* Bytes of the serialised pairs, or 0 with *err set when too big. */
+static size_t header_meta_size(const rec_header *h)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->n; i++)
+		n += strlen(h->v[i].key) + strlen(h->v[i].value) + 2;
+	return n;
+}
+
+static void header_serialise(const rec_header *h, unsigned char *p)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		size_t kl = strlen(h->v[i].key) + 1;
+		size_t vl = strlen(h->v[i].value) + 1;
+
+		memcpy(p, h->v[i].key, kl);
+		p += kl;
+		memcpy(p, h->v[i].value, vl);
+		p += vl;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Record headers and item metadata */
+
+struct rhdr {
+	unsigned type, flags, version, reserved;
+	uint32_t meta_len, data_len, raw_len, crc;
+};
+
+static void rhdr_put(unsigned char *p, const struct rhdr *h)
+{
+	memcpy(p, REC_MAGIC, 4);
+	p[4] = (unsigned char)h->type;
+	p[5] = (unsigned char)h->flags;
+	p[6] = (unsigned char)h->version;
+	p[7] = (unsigned char)h->reserved;
+	put32(p + 8, h->meta_len);
+	put32(p + 12, h->data_len);
+	put32(p + 16, h->raw_len);
+	put32(p + 20, h->crc);
+}
+
+static void rhdr_get(const unsigned char *p, struct rhdr *h)
+{
+	h->type = p[4];
+	h->flags = p[5];
+	h->version = p[6];
+	h->reserved = p[7];
+	h->meta_len = get32(p + 8);
+	h->data_len = get32(p + 12);
+	h->raw_len = get32(p + 16);
+	h->crc = get32(p + 20);
+}
+
+static void item_meta_put(unsigned char *p, const rec_item *it)
+{
+	put64(p, it->clip);
+	put64(p + 8, it->offset);
+	put64(p + 16, it->clip_samples);
+	put32(p + 24, it->segment);
+	put32(p + 28, (uint32_t)it->label);
+	put32(p + 32, it->sample_rate);
+	p[36] = (unsigned char)it->split;
+	p[37] = (unsigned char)it->dtype;
+	put16(p + 38, (uint16_t)it->key_len);
+	put32(p + 40, it->dim0);
+	put32(p + 44, it->dim1);
+	memcpy(p + 48, it->key, it->key_len);
+}
+
+static void item_meta_get(const unsigned char *p, rec_item *it)
+{
+	it->clip = get64(p);
+	it->offset = get64(p + 8);
+	it->clip_samples = get64(p + 16);
+	it->segment = get32(p + 24);
+	it->label = (int32_t)get32(p + 28);
+	it->sample_rate = get32(p + 32);
+	it->split = p[36];
+	it->dtype = p[37];
+	it->key_len = get16(p + 38);
+	it->dim0 = get32(p + 40);
+	it->dim1 = get32(p + 44);
+}
+
+/* The payload size that dims and dtype imply, or UINT64_MAX on overflow. */
+static uint64_t item_raw_size(const rec_item *it)
+{
+	uint64_t n;
+
+	if (__builtin_mul_overflow((uint64_t)it->dim0, (uint64_t)it->dim1,
+				   &n) ||
+	    __builtin_mul_overflow(n, (uint64_t)rec_dtype_size(it->dtype), &n))
+		return UINT64_MAX;
+	return n;
+}
+
+/*
+ * The rules a data record's fields must follow, apart from lengths:
+ * returns NULL when it is fine, else the reason (written into buf when it
+ * needs numbers). data_len is the uncompressed payload length.
+ */
+static const char *item_check(const rec_item *it, uint64_t data_len,
+			      char *buf, size_t size)
+{
+	if (it->split < 0 || it->split > REC_SPLIT_TESTING) {
+		snprintf(buf, size, "invalid split %d", it->split);
+		return buf;
+	}
+	if (it->key && memchr(it->key, '\0', it->key_len))
+		return "key contains a NUL byte";
+	if (it->type == REC_T_SKIPPED) {
+		if (it->dtype != 0 || it->dim0 != 0 || it->dim1 != 0) {
+			snprintf(buf, size, "skipped record with dtype %d "
+				 "and dims %" PRIu32 "x%" PRIu32
+				 " (must be 0)", it->dtype, it->dim0,
+				 it->dim1);
+			return buf;
+		}
+		return NULL;
+	}
+	if (rec_dtype_size(it->dtype) == 0) {
+		snprintf(buf, size, "invalid dtype %d", it->dtype);
+		return buf;
+	}
+	if (item_raw_size(it) != data_len) {
+		snprintf(buf, size, "payload of %" PRIu64 " bytes does not "
+			 "match %" PRIu32 "x%" PRIu32 " %s", data_len,
+			 it->dim0, it->dim1, rec_dtype_name(it->dtype));
+		return buf;
+	}
+	return NULL;
+}
+
+/* Records of one clip are consecutive with increasing segment index,
+ * clips come in increasing order. (Not offset: windows of overlapping
+ * parent windows, from two segment stages in a row, go back in offset.)
+ * NULL when (clip, segment) may follow the previous record, else the
+ * reason. */
+static const char *order_check(int have_prev, uint64_t pclip, uint32_t pseg,
+			       const rec_item *it, char *buf, size_t size)
+{
+	if (!have_prev)
+		return NULL;
+	if (it->clip < pclip || (it->clip == pclip && it->segment <= pseg)) {
+		snprintf(buf, size, "clip %" PRIu64 " segment %" PRIu32
+			 " after clip %" PRIu64 " segment %" PRIu32
+			 " (records must be in clip and segment order)",
+			 it->clip, it->segment, pclip, pseg);
+		return buf;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reader */
+
+struct rec_reader {
+	int fd;
+	const char *name;     /* name_buf, or a constant when out of memory */
+	char *name_buf;
+	uint64_t max_data;
+
+	unsigned char *buf;   /* bytes [pos, end) are read, not consumed */
+	size_t cap, pos, end;
+	int eof;
+	uint64_t off;         /* stream offset of buf[pos] */
+
+	uint64_t nrec;        /* records consumed, header included */
+	uint64_t ndata, nitems, nskipped;
+	uint32_t stream_crc;
+	int have_prev;
+	uint64_t prev_clip;
+	uint32_t prev_segment;
+
+	rec_header *hdr;
+	rec_trailer trailer;
+	ZSTD_DCtx *dctx;
+	unsigned char *zbuf;  /* decompressed payloads */
+	size_t zcap;
+	char *key;            /* the current key, NUL-terminated */
+
+	int state;            /* REC_OK, or sticky REC_END / error */
+	char detail[DETAIL_SIZE];
+};
+
+/* Sets the sticky error and its sentence: "NAME: record N at byte B:
+ * reason". Returns err. */
+__attribute__((format(printf, 3, 4)))
+static int rd_fail(rec_reader *r, int err, const char *fmt, ...)
+{
+	char reason[REASON_SIZE];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	snprintf(r->detail, sizeof(r->detail), "%s: record %" PRIu64
+		 " at byte %" PRIu64 ": %s", r->name, r->nrec, r->off,
+		 reason);
+	r->state = err;
+	return err;
+}
+
+static int rd_io_fail(rec_reader *r, int neg_errno)
+{
+	return rd_fail(r, REC_E_IO, "read error: %s", strerror(-neg_errno));
+}
+
+static int rd_grow(rec_reader *r, size_t cap)
+{
+	unsigned char *nb = realloc(r->buf, cap);
+
+	if (nb == NULL)
+		return rd_fail(r, REC_E_NOMEM, "out of memory for a buffer "
+			       "of %zu bytes", cap);
+	r->buf = nb;
+	r->cap = cap;
+	return REC_OK;
+}
+
+/*
+ * Makes at least n unconsumed bytes available at buf + pos, reading in
+ * large blocks. Returns REC_OK, 1 when the input ended first (end - pos
+ * then tells how many there are), or an error.
+ */
+static int rd_fill(rec_reader *r, size_t n)
+{
+	if (r->end - r->pos >= n)
+		return REC_OK;
+	/* Move what is left to the front when the room after it is short. */
+	if (r->cap - r->pos < n || r->cap - r->end < MIN_READ) {
+		memmove(r->buf, r->buf + r->pos, r->end - r->pos);
+		r->end -= r->pos;
+		r->pos = 0;
+	}
+	while (r->end - r->pos < n && !r->eof) {
+		ssize_t got;
+
+		/* Grow by doubling as bytes arrive rather than to n at once,
+		 * so that a corrupt length on a short input costs memory in
+		 * proportion to the input, not to the length (pos is 0
+		 * here: the room after pos was short, so it was moved). */
+		if (r->end == r->cap) {
+			size_t want = r->cap <= n / 2 ? 2 * r->cap : n;
+			int err = rd_grow(r, want);
+
+			if (err)
+				return err;
+		}
+		got = xio_read_some(r->fd, r->buf + r->end, r->cap - r->end);
+		if (got < 0)
+			return rd_io_fail(r, (int)got);
+		if (got == 0)
+			r->eof = 1;
+		r->end += (size_t)got;
+	}
+	return r->end - r->pos >= n ? REC_OK : 1;
+}
+
+/* The record at pos does not start with the magic (n bytes are shown). */
+static int rd_bad_magic(rec_reader *r, size_t n)
+{
+	const unsigned char *p = r->buf + r->pos;
+	char hex[16] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < n && i < 4; i++)
+		len += (size_t)snprintf(hex + len, sizeof(hex) - len, "%s%02x",
+					i ? " " : "", p[i]);
+	return rd_fail(r, REC_E_MAGIC, "bad magic %s (not a record stream, "
+		       "or framing lost)", hex);
+}
+
+/* Checks the fixed header of the record at buf + pos, in the order the
+ * spec gives: magic, version, type, flags, lengths against the caps. */
+static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
+{
+	const unsigned char *p = r->buf + r->pos;
+
+	if (memcmp(p, REC_MAGIC, 4) != 0)
+		return rd_bad_magic(r, 4);
+	if (h->version > REC_FORMAT_VERSION)
+		return rd_fail(r, REC_E_VERSION, "format version %u is newer "
+			       "than this reader's version %u", h->version,
+			       REC_FORMAT_VERSION);
+	if (h->version == 0)
+		return rd_fail(r, REC_E_FORMAT, "invalid format version 0");
+	if (h->type < REC_T_HEADER || h->type > REC_T_TRAILER)
+		return rd_fail(r, REC_E_FORMAT, "unknown record type %u",
+			       h->type);
+	if (h->flags & ~REC_F_ZSTD)
+		return rd_fail(r, REC_E_FORMAT, "unknown flags 0x%02x",
+			       h->flags);
+	if (h->reserved != 0)
+		return rd_fail(r, REC_E_FORMAT, "reserved byte is 0x%02x, "
+			       "not 0", h->reserved);
+	if (h->meta_len > REC_MAX_META)
+		return rd_fail(r, REC_E_TOOBIG, "metadata length %" PRIu32
+			       " over the cap of %u", h->meta_len,
+			       REC_MAX_META);
+	if (h->data_len > r->max_data)
+		return rd_fail(r, REC_E_TOOBIG, "payload length %" PRIu32
+			       " over the cap of %" PRIu64, h->data_len,
+			       r->max_data);
+	if (h->raw_len > r->max_data)
+		return rd_fail(r, REC_E_TOOBIG, "raw payload length %" PRIu32
+			       " over the cap of %" PRIu64, h->raw_len,
+			       r->max_data);
+	if (!(h->flags & REC_F_ZSTD) && h->raw_len != h->data_len)
+		return rd_fail(r, REC_E_FORMAT, "raw length %" PRIu32
+			       " differs from stored length %" PRIu32
+			       " in an uncompressed record", h->raw_len,
+			       h->data_len);
+	return REC_OK;
+}
+
+static int rd_check_crc(rec_reader *r, const struct rhdr *h)
+{
+	const unsigned char *p = r->buf + r->pos;
+	unsigned char head[REC_HDR_SIZE];
+	uint32_t crc;
+
+	memcpy(head, p, REC_HDR_SIZE);
+	memset(head + 20, 0, 4);
+	crc = crc32c(0, head, REC_HDR_SIZE);
+	crc = crc32c(crc, p + REC_HDR_SIZE,
+		     (size_t)h->meta_len + h->data_len);
+	if (crc != h->crc)
+		return rd_fail(r, REC_E_CRC, "checksum mismatch (stored "
+			       "0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
+			       h->crc, crc);
+	return REC_OK;
+}
+
+/* Decompresses a zstd payload into zbuf; *data then points at it. */
+static int rd_decompress(rec_reader *r, const struct rhdr *h,
+			 const unsigned char **data)
+{
+	const unsigned char *src = *data;
+	size_t fsize, got;
+
+	if (r->dctx == NULL && (r->dctx = ZSTD_createDCtx()) == NULL)
+		return rd_fail(r, REC_E_NOMEM, "out of memory for zstd");
+	if (r->zcap < h->raw_len || r->zbuf == NULL) {
+		size_t cap = h->raw_len ? h->raw_len : 1;
+		unsigned char *nb = realloc(r->zbuf, cap);
+
+		if (nb == NULL)
+			return rd_fail(r, REC_E_NOMEM, "out of memory for a "
+				       "payload of %" PRIu32 " bytes",
+				       h->raw_len);
+		r->zbuf = nb;
+		r->zcap = cap;
+	}
+	fsize = ZSTD_findFrameCompressedSize(src, h->data_len);
+	if (ZSTD_isError(fsize))
+		return rd_fail(r, REC_E_ZSTD, "compressed payload is not a "
+			       "zstd frame: %s", ZSTD_getErrorName(fsize));
+	if (fsize != h->data_len)
+		return rd_fail(r, REC_E_ZSTD, "compressed payload has %zu "
+			       "bytes after its zstd frame",
+			       h->data_len - fsize);
+	got = ZSTD_decompressDCtx(r->dctx, r->zbuf, h->raw_len, src,
+				  h->data_len);
+	if (ZSTD_isError(got))
+		return rd_fail(r, REC_E_ZSTD, "payload does not decompress to "
+			       "%" PRIu32 " bytes: %s", h->raw_len,
+			       ZSTD_getErrorName(got));
+	if (got != h->raw_len)
+		return rd_fail(r, REC_E_ZSTD, "payload decompresses to %zu "
+			       "bytes, raw length says %" PRIu32, got,
+			       h->raw_len);
+	*data = r->zbuf;
+	return REC_OK;
+}
+
+/* Walks the NUL-separated pairs of a header's metadata: checks them and,
+ * when into is not NULL, appends them to it. */
+static int rd_pairs(rec_reader *r, const unsigned char *meta, size_t len,
+		    rec_header *into)
+{
+	const char *p = (const char *)meta, *end = p + len;
+	size_t npairs = 0;
+
+	while (p < end) {
+		const char *k = p, *v;
+		size_t kl = strlen(k), vl;
+
+		if (!key_valid(k, kl))
+			return rd_fail(r, REC_E_FORMAT, "header pair %zu has "
+				       "an invalid key (not [a-z0-9_]+)",
+				       npairs);
+		v = k + kl + 1;
+		if (v >= end)
+			return rd_fail(r, REC_E_FORMAT, "header key '%s' has "
+				       "no value", k);
+		vl = strlen(v);
+		if (into && header_append(into, k, kl, v, vl))
+			return rd_fail(r, REC_E_NOMEM, "out of memory");
+		p = v + vl + 1;
+		npairs++;
+	}
+	return REC_OK;
+}
+
+/* Checks the header record (the first record) and keeps its pairs. */
+static int rd_parse_header(rec_reader *r, const unsigned char *meta,
+			   const struct rhdr *h)
+{
+	int err;
+
+	if (h->data_len != 0 || h->raw_len != 0)
+		return rd_fail(r, REC_E_FORMAT, "header record with a payload "
+			       "of %" PRIu32 " bytes", h->raw_len);
+	if (h->meta_len && meta[h->meta_len - 1] != '\0')
+		return rd_fail(r, REC_E_FORMAT, "header metadata does not end "
+			       "with a NUL");
+	if ((err = rd_pairs(r, meta, h->meta_len, NULL)))
+		return err;
+	r->hdr = rec_header_new();
+	if (r->hdr == NULL)
+		return rd_fail(r, REC_E_NOMEM, "out of memory");
+	return rd_pairs(r, meta, h->meta_len, r->hdr);
+}
+
+static int rd_check_trailer(rec_reader *r, const unsigned char *meta,
+			    const struct rhdr *h)
+{
+	rec_trailer *t = &r->trailer;
+
+	if (h->meta_len != TRAILER_META || h->data_len != 0 ||
+	    h->raw_len != 0)
+		return rd_fail(r, REC_E_FORMAT, "trailer with %" PRIu32
+			       " bytes of metadata and %" PRIu32 " of "
+			       "payload (must be %u and 0)", h->meta_len,
+			       h->raw_len, TRAILER_META);
+	t->n_records = get64(meta);
+	t->n_items = get64(meta + 8);
+	t->n_skipped = get64(meta + 16);
+	t->checksum = get32(meta + 24);
+	if (get32(meta + 28) != 0)
+		return rd_fail(r, REC_E_FORMAT, "trailer reserved field is "
+			       "not 0");
+	if (t->n_records != r->ndata || t->n_items != r->nitems ||
+	    t->n_skipped != r->nskipped)
+		return rd_fail(r, REC_E_FORMAT, "trailer counts %" PRIu64
+			       " records (%" PRIu64 " items, %" PRIu64
+			       " skipped), the stream has %" PRIu64 " (%"
+			       PRIu64 ", %" PRIu64 ")", t->n_records,
+			       t->n_items, t->n_skipped, r->ndata,
+			       r->nitems, r->nskipped);
+	if (t->checksum != r->stream_crc)
+		return rd_fail(r, REC_E_CRC, "stream checksum mismatch "
+			       "(stored 0x%08" PRIx32 ", computed 0x%08"
+			       PRIx32 "): records missing, duplicated or "
+			       "reordered", t->checksum, r->stream_crc);
+	return REC_OK;
+}
+
+/* Checks a data record's metadata and fills *it (but for data). */
+static int rd_check_item(rec_reader *r, const unsigned char *meta,
+			 const struct rhdr *h, rec_item *it)
+{
+	char why[256];
+	const char *bad;
+
+	if (h->meta_len < REC_ITEM_META_SIZE)
+		return rd_fail(r, REC_E_FORMAT, "%s record with %" PRIu32
+			       " bytes of metadata (at least %u)",
+			       type_name((int)h->type), h->meta_len,
+			       REC_ITEM_META_SIZE);
+	memset(it, 0, sizeof(*it));
+	it->type = (int)h->type;
+	item_meta_get(meta, it);
+	if (h->meta_len != REC_ITEM_META_SIZE + it->key_len)
+		return rd_fail(r, REC_E_FORMAT, "metadata length %" PRIu32
+			       " is not 48 + key length %zu", h->meta_len,
+			       it->key_len);
+	it->key = (const char *)meta + REC_ITEM_META_SIZE;
+	bad = item_check(it, h->raw_len, why, sizeof(why));
+	if (bad)
+		return rd_fail(r, REC_E_FORMAT, "%s", bad);
+	return REC_OK;
+}
+
+/*
+ * Moves a payload back by up to 15 bytes onto the metadata before it
+ * (already parsed and copied) so that it is aligned to 16 bytes: the
+ * stream has no padding, and typed access to a misaligned array is
+ * undefined behaviour. Skipped records' reasons are text and stay put.
+ */
+static const unsigned char *rd_align(const rec_item *it, unsigned char *data)
+{
+	size_t mis = (uintptr_t)data % PAYLOAD_ALIGN;
+
+	if (mis == 0 || it->type == REC_T_SKIPPED)
+		return data;
+	memmove(data - mis, data, it->data_len);
+	return data - mis;
+}
+
+/* After the trailer: the input must end here. */
+static int rd_expect_eof(rec_reader *r)
+{
+	int st = rd_fill(r, 1);
+
+	if (st < 0)
+		return st;
+	if (st == 0) {
+		const unsigned char *p = r->buf + r->pos;
+		int another = r->end - r->pos >= 4 &&
+			      memcmp(p, REC_MAGIC, 4) == 0;
+
+		return rd_fail(r, REC_E_TRAILING, "data after the trailer%s",
+			       another ? " (another stream follows: streams "
+			       "run together are not merged)" : "");
+	}
+	r->state = REC_END;
+	return REC_END;
+}
+
+/* Reports why the input ended before a whole record header: a few bytes
+ * of garbage are not a record stream rather than a truncated one. */
+static int rd_short_header(rec_reader *r)
+{
+	size_t n = r->end - r->pos;
+
+	if (memcmp(r->buf + r->pos, REC_MAGIC, n < 4 ? n : 4) != 0)
+		return rd_bad_magic(r, n);
+	if (r->end == r->pos && r->nrec == 0)
+		return rd_fail(r, REC_E_TRUNC, "empty input (no header "
+			       "record)");
+	if (r->end == r->pos)
+		return rd_fail(r, REC_E_TRUNC, "input ended before the trailer "
+			       "(after %" PRIu64 " data records)", r->ndata);
+	return rd_fail(r, REC_E_TRUNC, "input ended inside a record header "
+		       "(%zu of %u bytes)", r->end - r->pos, REC_HDR_SIZE);
+}
+
+/*
+ * Reads the next record into the buffer and checks its framing: header
+ * fields, lengths, CRC, decompression. On success *meta and *data point
+ * at its metadata and (uncompressed) payload; the record stays unconsumed.
+ */
+static int rd_frame(rec_reader *r, struct rhdr *h, unsigned char **meta,
+		    const unsigned char **data)
+{
+	size_t total;
+	int st;
+
+	st = rd_fill(r, REC_HDR_SIZE);
+	if (st)
+		return st < 0 ? st : rd_short_header(r);
+	rhdr_get(r->buf + r->pos, h);
+	if ((st = rd_check_rhdr(r, h)))
+		return st;
+	total = REC_HDR_SIZE + (size_t)h->meta_len + h->data_len;
+	st = rd_fill(r, total);
+	if (st < 0)
+		return st;
+	if (st == 1)
+		return rd_fail(r, REC_E_TRUNC, "input ended inside the record "
+			       "(%zu of %zu bytes)", r->end - r->pos, total);
+	if ((st = rd_check_crc(r, h)))
+		return st;
+	*meta = r->buf + r->pos + REC_HDR_SIZE;
+	*data = *meta + h->meta_len;
+	if (h->flags & REC_F_ZSTD)
+		return rd_decompress(r, h, data);
+	return REC_OK;
+}
+
+/* Checks a data record against the one before it and completes *it. */
+static int rd_accept_item(rec_reader *r, const struct rhdr *h,
+			  const unsigned char *data, rec_item *it)
+{
+	char why[256];
+	const char *bad = order_check(r->have_prev, r->prev_clip,
+				      r->prev_segment, it, why, sizeof(why));
+
+	if (bad)
+		return rd_fail(r, REC_E_ORDER, "%s", bad);
+	/* The key is small: copy it out to terminate it, since the payload
+	 * follows it in the buffer. */
+	memcpy(r->key, it->key, it->key_len);
+	r->key[it->key_len] = '\0';
+	it->key = r->key;
+	it->data_len = h->raw_len;
+	it->data = data == r->zbuf ? data
+		   : rd_align(it, (unsigned char *)data);
+	r->have_prev = 1;
+	r->prev_clip = it->clip;
+	r->prev_segment = it->segment;
+	r->ndata++;
+	if (h->type == REC_T_SKIPPED)
+		r->nskipped++;
+	else
+		r->nitems++;
+	return REC_OK;
+}
+
+/*
+ * Reads, checks and consumes one record: the header (its pairs go to
+ * r->hdr), a data record (into *it) or the trailer, after which the input
+ * must end (REC_END).
+ */
+static int rd_record(rec_reader *r, rec_item *it)
+{
+	struct rhdr h = { 0 };
+	unsigned char *meta = NULL, le[4];
+	const unsigned char *data = NULL;
+	int err;
+
+	if ((err = rd_frame(r, &h, &meta, &data)))
+		return err;
+	/* Where a record may be is checked before what it holds. */
+	if (r->nrec == 0 && h.type != REC_T_HEADER)
+		return rd_fail(r, REC_E_ORDER, "the first record is of type "
+			       "%s, not a header", type_name((int)h.type));
+	if (r->nrec > 0 && h.type == REC_T_HEADER)
+		return rd_fail(r, REC_E_ORDER, "a second header record");
+	if (h.type == REC_T_HEADER)
+		err = rd_parse_header(r, meta, &h);
+	else if (h.type == REC_T_TRAILER)
+		err = rd_check_trailer(r, meta, &h);
+	else if (!(err = rd_check_item(r, meta, &h, it)))
+		err = rd_accept_item(r, &h, data, it);
+	if (err)
+		return err;
+	if (h.type != REC_T_TRAILER) {
+		put32(le, h.crc);
+		r->stream_crc = crc32c(r->stream_crc, le, 4);
+	}
+	r->pos += REC_HDR_SIZE + (size_t)h.meta_len + h.data_len;
+	r->off += REC_HDR_SIZE + (uint64_t)h.meta_len + h.data_len;
+	r->nrec++;
+	if (h.type == REC_T_TRAILER)
+		return rd_expect_eof(r);
+	return REC_OK;
+}
+
+int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
+{
+	rec_reader *r;
+	const char *name = opts && opts->name ? opts->name : "input";
+	rec_item it;
+
+	if (out == NULL)
+		return REC_E_INVAL;
+	*out = r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return REC_E_NOMEM;
+	r->fd = fd;
+	r->max_data = opts && opts->max_data ? opts->max_data
+		      : REC_DEFAULT_MAX_DATA;
+	r->name_buf = strdup(name);
+	r->name = r->name_buf ? r->name_buf : "input";
+	r->cap = DEFAULT_BUFFER;
+	r->buf = malloc(r->cap);
+	r->key = malloc(MAX_KEY + 1);
+	if (r->name_buf == NULL || r->buf == NULL || r->key == NULL)
+		return rd_fail(r, REC_E_NOMEM, "out of memory");
+	xio_grow_pipe(fd);
+	/* it receives a data record that comes first, to be refused. */
+	return rd_record(r, &it);
+}
+
+const rec_header *rec_reader_header(const rec_reader *r)
+{
+	return r ? r->hdr : NULL;
+}
+
+int rec_read(rec_reader *r, rec_item *it)
+{
+	if (r == NULL || it == NULL)
+		return REC_E_INVAL;
+	if (r->state != REC_OK)
+		return r->state;
+	return rd_record(r, it);
+}
+
+const rec_trailer *rec_reader_trailer(const rec_reader *r)
+{
+	return r && r->state == REC_END ? &r->trailer : NULL;
+}
+
+uint64_t rec_reader_offset(const rec_reader *r)
+{
+	return r ? r->off : 0;
+}
+
+uint64_t rec_reader_count(const rec_reader *r)
+{
+	return r ? r->ndata : 0;
+}
+
+const char *rec_reader_detail(const rec_reader *r)
+{
+	return r ? r->detail : "";
+}
+
+void rec_reader_close(rec_reader *r)
+{
+	if (r == NULL)
+		return;
+	free(r->name_buf);
+	free(r->buf);
+	free(r->key);
+	free(r->zbuf);
+	ZSTD_freeDCtx(r->dctx);
+	rec_header_free(r->hdr);
+	free(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Writer */
+
+struct rec_writer {
+	int fd;
+	char *name;
+	int level;
+
+	unsigned char *buf;     /* records not yet written */
+	size_t cap, len;
+	ZSTD_CCtx *cctx;
+	unsigned char *zbuf;    /* compressed payloads */
+	size_t zcap;
+	unsigned char *scratch; /* reserved payloads kept outside buf */
+	size_t scap;
+
+	/* rec_write_reserve() state: payload at res_ptr, res_len bytes */
+	int reserved;
+	unsigned char *res_ptr;
+	size_t res_len;
+	size_t key_hint;        /* last key length: where to put a payload */
+
+	uint64_t nrec;          /* records written, header included */
+	uint64_t ndata, nitems, nskipped, bytes;
+	uint32_t stream_crc;
+	int have_prev;
+	uint64_t prev_clip;
+	uint32_t prev_segment;
+	int finished;
+	int state;              /* REC_OK or sticky error */
+	char detail[DETAIL_SIZE];
+};
+
+__attribute__((format(printf, 3, 4)))
+static int wr_fail(rec_writer *w, int err, const char *fmt, ...)
+{
+	char reason[REASON_SIZE];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	snprintf(w->detail, sizeof(w->detail), "%s: record %" PRIu64 ": %s",
+		 w->name ? w->name : "output", w->nrec, reason);
+	return err;
+}
+
+/* A failed write leaves a partial stream: every later call fails too. */
+static int wr_io(rec_writer *w, int neg_errno)
+{
+	snprintf(w->detail, sizeof(w->detail), "%s: write error: %s",
+		 w->name ? w->name : "output", strerror(-neg_errno));
+	w->state = neg_errno == -EPIPE ? REC_E_EPIPE : REC_E_IO;
+	return w->state;
+}
+
+static int wr_flush(rec_writer *w)
+{
+	int e;
+
+	if (w->len == 0)
+		return REC_OK;
+	e = xio_write_all(w->fd, w->buf, w->len);
+	w->len = 0;
+	return e ? wr_io(w, e) : REC_OK;
+}
+
+/* Fills in the record header at p (24 bytes) for the metadata after it
+ * and the payload at data, computes the CRC, updates the stream CRC. */
+static void wr_seal(rec_writer *w, unsigned char *p, struct rhdr *h,
+		    const void *data)
+{
+	unsigned char le[4];
+	uint32_t crc;
+
+	h->version = REC_FORMAT_VERSION;
+	h->reserved = 0;
+	h->crc = 0;
+	rhdr_put(p, h);
+	crc = crc32c(0, p, REC_HDR_SIZE + (size_t)h->meta_len);
+	crc = crc32c(crc, data, h->data_len);
+	put32(p + 20, crc);
+	if (h->type != REC_T_TRAILER) {
+		put32(le, crc);
+		w->stream_crc = crc32c(w->stream_crc, le, 4);
+	}
+	w->bytes += REC_HDR_SIZE + (uint64_t)h->meta_len + h->data_len;
+	w->nrec++;
+}
+
+/* Writes the buffer and a payload beside it in one writev(2) call: for
+ * payloads larger than the buffer, which are not copied. */
+static int wr_flush_with(rec_writer *w, const void *data, size_t len)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = w->buf, .iov_len = w->len },
+		{ .iov_base = (void *)data, .iov_len = len },
+	};
+	int err = xio_writev_all(w->fd, iov, 2);
+
+	w->len = 0;
+	return err ? wr_io(w, err) : REC_OK;
+}
+
+/*
+ * Appends a record: its header and metadata (it's fields for a data
+ * record, else the meta_len bytes at meta) go into the buffer; its stored
+ * payload, data_len bytes at data, is copied after them when the record
+ * fits in the buffer, else written from where it is.
+ */
+static int wr_emit(rec_writer *w, struct rhdr *h, const rec_item *it,
+		   const void *meta, const void *data)
+{
+	size_t head = REC_HDR_SIZE + (size_t)h->meta_len;
+	size_t total = head + h->data_len;
+	unsigned char *p;
+	int err;
+
+	if (total > w->cap - w->len && (err = wr_flush(w)))
+		return err;
+	if (head > w->cap) {
+		/* Only a stream header bigger than the buffer gets here. */
+		unsigned char *nb = realloc(w->buf, head);
+
+		if (nb == NULL)
+			return wr_fail(w, REC_E_NOMEM, "out of memory");
+		w->buf = nb;
+		w->cap = head;
+	}
+	p = w->buf + w->len;
+	if (it)
+		item_meta_put(p + REC_HDR_SIZE, it);
+	else if (h->meta_len)
+		memcpy(p + REC_HDR_SIZE, meta, h->meta_len);
+	if (total > w->cap - w->len) {
+		wr_seal(w, p, h, data);
+		w->len += head;
+		return wr_flush_with(w, data, h->data_len);
+	}
+	if (h->data_len)
+		memcpy(p + head, data, h->data_len);
+	wr_seal(w, p, h, p + head);
+	w->len += total;
+	return REC_OK;
+}
+
+/* Compresses src into zbuf; returns the size, or 0 when it is not worth
+ * it (no smaller) or failed, in which case the payload is stored raw. */
+static size_t wr_compress(rec_writer *w, const void *src, size_t len)
+{
+	size_t bound = ZSTD_compressBound(len), n;
+
+	/* One context for the whole stream: creating one per record would
+	 * cost more than compressing a small payload. The frame records its
+	 * content size, which readers check against raw_len. */
+	if (w->cctx == NULL) {
+		w->cctx = ZSTD_createCCtx();
+		if (w->cctx == NULL)
+			return 0;
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
+				ZSTD_c_compressionLevel, w->level)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
+				ZSTD_c_contentSizeFlag, 1))) {
+			ZSTD_freeCCtx(w->cctx);
+			w->cctx = NULL;
+			return 0;
+		}
+	}
+	if (w->zcap < bound) {
+		unsigned char *nb = realloc(w->zbuf, bound);
+
+		if (nb == NULL)
+			return 0;
+		w->zbuf = nb;
+		w->zcap = bound;
+	}
+	n = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, len);
+	if (ZSTD_isError(n) || n >= len)
+		return 0;
+	return n;
+}
+
+/* Checks an item as the reader will, so that a bad record is refused
+ * where it is made rather than where it is read. */
+static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
+{
+	char why[256];
+	const char *bad;
+
+	if (w->state)
+		return w->state;
+	if (w->finished)
+		return wr_fail(w, REC_E_INVAL, "record after the trailer");
+	if (it == NULL)
+		return wr_fail(w, REC_E_INVAL, "no record");
+	if (it->type != REC_T_AUDIO && it->type != REC_T_FEATURES &&
+	    it->type != REC_T_SKIPPED)
+		return wr_fail(w, REC_E_INVAL, "invalid record type %d",
+			       it->type);
+	if (it->key_len > MAX_KEY || (it->key_len && it->key == NULL))
+		return wr_fail(w, REC_E_INVAL, "key of %zu bytes (at most "
+			       "%u)", it->key_len, MAX_KEY);
+	if (data_len > UINT32_MAX)
+		return wr_fail(w, REC_E_TOOBIG, "payload of %zu bytes (at "
+			       "most 4 GiB - 1)", data_len);
+	bad = item_check(it, data_len, why, sizeof(why));
+	if (!bad)
+		bad = order_check(w->have_prev, w->prev_clip, w->prev_segment,
+				  it, why, sizeof(why));
+	if (bad)
+		return wr_fail(w, REC_E_INVAL, "%s", bad);
+	return REC_OK;
+}
+
+static void wr_count(rec_writer *w, const rec_item *it)
+{
+	w->ndata++;
+	if (it->type == REC_T_SKIPPED)
+		w->nskipped++;
+	else
+		w->nitems++;
+	w->have_prev = 1;
+	w->prev_clip = it->clip;
+	w->prev_segment = it->segment;
+	w->key_hint = it->key_len;
+}
+
+/* Appends a data record with its payload at data (uncompressed). */
+static int wr_item(rec_writer *w, const rec_item *it, const void *data,
+		   size_t data_len)
+{
+	struct rhdr h = { 0 };
+	size_t zlen = 0;
+	int err;
+
+	h.type = (unsigned)it->type;
+	h.meta_len = REC_ITEM_META_SIZE + (uint32_t)it->key_len;
+	h.raw_len = h.data_len = (uint32_t)data_len;
+	if (w->level > 0 && data_len > 0)
+		zlen = wr_compress(w, data, data_len);
+	if (zlen) {
+		h.flags = REC_F_ZSTD;
+		h.data_len = (uint32_t)zlen;
+		data = w->zbuf;
+	}
+	err = wr_emit(w, &h, it, NULL, data);
+	if (err == REC_OK)
+		wr_count(w, it);
+	return err;
+}
+
+int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
+		    const rec_writer_opts *opts)
+{
+	rec_writer *w;
+	struct rhdr h = { 0 };
+	unsigned char *meta = NULL;
+	size_t msize;
+	int err;
+
+	if (out == NULL)
+		return REC_E_INVAL;
+	*out = w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return REC_E_NOMEM;
+	w->fd = fd;
+	w->name = strdup(opts && opts->name ? opts->name : "output");
+	w->level = opts ? opts->zstd_level : 0;
+	w->cap = opts && opts->buffer_size ? opts->buffer_size
+		 : DEFAULT_BUFFER;
+	if (w->cap < 4096)
+		w->cap = 4096;
+	w->buf = malloc(w->cap);
+	w->key_hint = 64;
+	if (w->name == NULL || w->buf == NULL) {
+		err = wr_fail(w, REC_E_NOMEM, "out of memory");
+		goto out;
+	}
+	if (hdr == NULL || w->level < 0 || w->level > ZSTD_maxCLevel()) {
+		err = wr_fail(w, REC_E_INVAL, "%s", hdr ? "invalid zstd level"
+			      : "no header");
+		goto out;
+	}
+	msize = header_meta_size(hdr);
+	if (msize > REC_MAX_META) {
+		err = wr_fail(w, REC_E_TOOBIG, "header of %zu bytes over the "
+			      "cap of %u", msize, REC_MAX_META);
+		goto out;
+	}
+	meta = malloc(msize ? msize : 1);
+	if (meta == NULL) {
+		err = wr_fail(w, REC_E_NOMEM, "out of memory");
+		goto out;
+	}
+	header_serialise(hdr, meta);
+	xio_grow_pipe(fd);
+	h.type = REC_T_HEADER;
+	h.meta_len = (uint32_t)msize;
+	err = wr_emit(w, &h, NULL, meta, NULL);
+out:
+	if (err)
+		w->state = err; /* no header: nothing may follow */
+	free(meta);
+	return err;
+}
+
+int rec_write(rec_writer *w, const rec_item *it)
+{
+	int err;
+
+	if (w == NULL)
+		return REC_E_INVAL;
+	if (w->reserved)
+		return wr_fail(w, REC_E_INVAL, "rec_write() during a "
+			       "reservation");
+	if ((err = wr_check_item(w, it, it ? it->data_len : 0)))
+		return err;
+	if (it->data_len && it->data == NULL)
+		return wr_fail(w, REC_E_INVAL, "no payload");
+	return wr_item(w, it, it->data, it->data_len);
+}
+
+/*
+ * A reserved payload goes into the output buffer where the record will be
+ * when it fits, else into a scratch buffer. Its place is a guess: after
+ * the metadata of a key as long as the previous one, rounded up to 16
+ * bytes so that the caller may store any element type, even with SIMD.
+ * Commit moves the payload to the record's real place unless it is there
+ * already: a copy of bytes still in cache, far cheaper than the caller
+ * building the payload elsewhere and rec_write() copying it.
+ */
+int rec_write_reserve(rec_writer *w, size_t data_len, void **payload)
+{
+	size_t worst = REC_HDR_SIZE + REC_ITEM_META_SIZE + MAX_KEY +
+		       (PAYLOAD_ALIGN - 1) + data_len;
+	int err;
+
+	if (w == NULL || payload == NULL)
+		return REC_E_INVAL;
+	if (w->state)
+		return w->state;
+	if (w->reserved || w->finished)
+		return wr_fail(w, REC_E_INVAL, "reservation %s",
+			       w->finished ? "after the trailer"
+			       : "while one is pending");
+	if (data_len > UINT32_MAX)
+		return wr_fail(w, REC_E_TOOBIG, "payload of %zu bytes (at "
+			       "most 4 GiB - 1)", data_len);
+	if (w->level == 0 && worst <= w->cap) {
+		if (worst > w->cap - w->len && (err = wr_flush(w)))
+			return err;
+		w->res_ptr = w->buf + ALIGN_UP(w->len + REC_HDR_SIZE +
+					       REC_ITEM_META_SIZE +
+					       w->key_hint);
+	} else {
+		if (w->scap < data_len || w->scratch == NULL) {
+			unsigned char *nb = realloc(w->scratch,
+						    data_len ? data_len : 1);
+
+			if (nb == NULL)
+				return wr_fail(w, REC_E_NOMEM, "out of memory "
+					       "for %zu bytes", data_len);
+			w->scratch = nb;
+			w->scap = data_len ? data_len : 1;
+		}
+		w->res_ptr = w->scratch;
+	}
+	w->reserved = 1;
+	w->res_len = data_len;
+	*payload = w->res_ptr;
+	return REC_OK;
+}
+
+int rec_write_commit(rec_writer *w, const rec_item *it)
+{
+	struct rhdr h = { 0 };
+	unsigned char *p, *dst;
+	int err;
+
+	if (w == NULL)
+		return REC_E_INVAL;
+	if (!w->reserved)
+		return wr_fail(w, REC_E_INVAL, "commit without a reservation");
+	w->reserved = 0; /* whatever happens: a refused record is dropped */
+	err = wr_check_item(w, it, w->res_len);
+	if (err)
+		return err;
+	if (w->res_ptr == w->scratch)
+		return wr_item(w, it, w->scratch, w->res_len);
+	/* In the buffer: put the head before the payload, moving the
+	 * payload when the key length differs from the guess. */
+	p = w->buf + w->len;
+	dst = p + REC_HDR_SIZE + REC_ITEM_META_SIZE + it->key_len;
+	if (dst != w->res_ptr)
+		memmove(dst, w->res_ptr, w->res_len);
+	h.type = (unsigned)it->type;
+	h.meta_len = REC_ITEM_META_SIZE + (uint32_t)it->key_len;
+	h.raw_len = h.data_len = (uint32_t)w->res_len;
+	item_meta_put(p + REC_HDR_SIZE, it);
+	wr_seal(w, p, &h, dst);
+	w->len += REC_HDR_SIZE + h.meta_len + w->res_len;
+	wr_count(w, it);
+	return REC_OK;
+}
+
+int rec_writer_flush(rec_writer *w)
+{
+	if (w == NULL)
+		return REC_E_INVAL;
+	if (w->state)
+		return w->state;
+	if (w->reserved)
+		return wr_fail(w, REC_E_INVAL, "flush during a reservation");
+	return wr_flush(w);
+}
+
+int rec_writer_finish(rec_writer *w)
+{
+	struct rhdr h = { 0 };
+	unsigned char meta[TRAILER_META];
+	int err;
+
+	if (w == NULL)
+		return REC_E_INVAL;
+	if (w->state)
+		return w->state;
+	if (w->reserved || w->finished)
+		return wr_fail(w, REC_E_INVAL, "%s", w->finished
+			       ? "trailer written twice"
+			       : "finish during a reservation");
+	put64(meta, w->ndata);
+	put64(meta + 8, w->nitems);
+	put64(meta + 16, w->nskipped);
+	put32(meta + 24, w->stream_crc);
+	put32(meta + 28, 0);
+	h.type = REC_T_TRAILER;
+	h.meta_len = TRAILER_META;
+	err = wr_emit(w, &h, NULL, meta, NULL);
+	if (err)
+		return err;
+	w->finished = 1;
+	return wr_flush(w);
+}
+
+uint64_t rec_writer_count(const rec_writer *w)
+{
+	return w ? w->ndata : 0;
+}
+
+uint64_t rec_writer_bytes(const rec_writer *w)
+{
+	return w ? w->bytes : 0;
+}
+
+const char *rec_writer_detail(const rec_writer *w)
+{
+	return w ? w->detail : "";
+}
+
+void rec_writer_close(rec_writer *w)
+{
+	if (w == NULL)
+		return;
+	free(w->name);
+	free(w->buf);
+	free(w->zbuf);
+	free(w->scratch);
+	ZSTD_freeCCtx(w->cctx);
+	free(w);
+}

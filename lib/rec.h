@@ -1,0 +1,236 @@
+/*
+ * rec.h - reader and writer of melpipe record streams.
+ *
+ * The byte format is specified in formats/record.md; this header is the C
+ * interface to it. A stream is a header record, any number of data records
+ * (audio, features, skipped inputs) and a trailer record.
+ *
+ * The library never prints and never exits: every function that can fail
+ * returns a rec_err (0 on success, negative on failure); rec_strerror()
+ * names the code, and rec_reader_detail()/rec_writer_detail() give a
+ * sentence with the record number and byte offset of the fault.
+ *
+ * Records are numbered in stream order from 0, the header being record 0
+ * (so the first data record is record 1); recdump prints the same numbers.
+ */
+#ifndef MELPIPE_REC_H
+#define MELPIPE_REC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define REC_FORMAT_VERSION 1u
+#define REC_MAGIC "MELP"          /* the first four bytes of every record */
+#define REC_HDR_SIZE 24u          /* fixed record header */
+#define REC_ITEM_META_SIZE 48u    /* fixed part of an item's metadata */
+#define REC_MAX_META (1u << 20)   /* metadata cap: 1 MiB */
+#define REC_DEFAULT_MAX_DATA (1u << 28) /* default payload cap: 256 MiB */
+
+/* Record types (byte 4 of a record header). */
+enum rec_type {
+	REC_T_HEADER = 1,
+	REC_T_AUDIO = 2,    /* samples: dim0 = n_samples, dim1 = channels (1) */
+	REC_T_FEATURES = 3, /* matrix: dim0 = n_mels, dim1 = n_frames, row-major */
+	REC_T_SKIPPED = 4,  /* an input that could not be used; data = reason */
+	REC_T_TRAILER = 5
+};
+
+/* Record flags (byte 5). */
+#define REC_F_ZSTD 0x01u /* payload (not metadata) is one zstd frame */
+
+/* Element types. */
+enum rec_dtype { REC_S16 = 1, REC_F32 = 2, REC_F16 = 3, REC_BF16 = 4 };
+
+/* Splits. */
+enum rec_split {
+	REC_SPLIT_NONE = 0,
+	REC_SPLIT_TRAINING = 1,
+	REC_SPLIT_VALIDATION = 2,
+	REC_SPLIT_TESTING = 3
+};
+
+/* Error codes: 0 is success, all failures are negative. */
+enum rec_err {
+	REC_OK = 0,
+	REC_END = 1,        /* not an error: rec_read() reached a valid trailer */
+	REC_E_NOMEM = -1,
+	REC_E_IO = -2,      /* read/write failed; errno-derived text in detail */
+	REC_E_EPIPE = -3,   /* the reader of our output went away */
+	REC_E_MAGIC = -4,   /* not a record stream / lost framing */
+	REC_E_VERSION = -5, /* newer format version than this library reads */
+	REC_E_CRC = -6,     /* checksum mismatch */
+	REC_E_TOOBIG = -7,  /* a length field over the size cap */
+	REC_E_TRUNC = -8,   /* input ended inside a record or before a trailer */
+	REC_E_FORMAT = -9,  /* fields inconsistent with the spec */
+	REC_E_ORDER = -10,  /* record where it may not be (e.g. two headers) */
+	REC_E_TRAILING = -11, /* bytes after the trailer */
+	REC_E_ZSTD = -12,   /* payload does not decompress to its raw length */
+	REC_E_INVAL = -13   /* bad argument from the caller */
+};
+
+/* The text of an error code ("checksum mismatch"). Never NULL. */
+const char *rec_strerror(int err);
+
+/* Size in bytes of one element of dtype, 0 for an unknown dtype. */
+size_t rec_dtype_size(int dtype);
+/* "s16", "f32", "f16", "bf16"; NULL for an unknown dtype. */
+const char *rec_dtype_name(int dtype);
+/* Parses a dtype name; returns the dtype or 0 if unknown. */
+int rec_dtype_parse(const char *name);
+/* "none", "training", "validation", "testing"; NULL if out of range. */
+const char *rec_split_name(int split);
+
+/*
+ * Stream header: an ordered list of key/value pairs (both NUL-free strings).
+ * A key may repeat (label, stage): the order of repeats is meaningful.
+ * The well-known keys are listed in formats/record.md.
+ */
+typedef struct rec_header rec_header;
+
+/* A new empty header, or NULL when out of memory. */
+rec_header *rec_header_new(void);
+/* A deep copy, or NULL when out of memory. */
+rec_header *rec_header_dup(const rec_header *h);
+/* Frees h; accepts NULL. */
+void rec_header_free(rec_header *h);
+/* Appends key=value (repeats allowed). */
+int rec_header_add(rec_header *h, const char *key, const char *value);
+/* Sets key to value: replaces the first pair with that key and removes any
+ * later ones, or appends when there is none. */
+int rec_header_set(rec_header *h, const char *key, const char *value);
+/* Same with an unsigned / double value formatted by the library
+ * (doubles with %.17g so they survive a round trip). */
+int rec_header_set_u64(rec_header *h, const char *key, uint64_t value);
+int rec_header_set_double(rec_header *h, const char *key, double value);
+/* Removes every pair with that key. */
+void rec_header_del(rec_header *h, const char *key);
+/* The value of the first pair with that key, or NULL. */
+const char *rec_header_get(const rec_header *h, const char *key);
+/* How many pairs have that key; the n-th (0-based) of them or NULL. */
+size_t rec_header_count(const rec_header *h, const char *key);
+const char *rec_header_get_nth(const rec_header *h, const char *key,
+			       size_t n);
+/* All pairs in order: number of pairs, and the i-th pair. */
+size_t rec_header_len(const rec_header *h);
+void rec_header_entry(const rec_header *h, size_t i, const char **key,
+		      const char **value);
+/* Appends a provenance entry "stage" = "<prog> <version>\t<argv joined by
+ * spaces, each argument shell-quoted when it needs it>". */
+int rec_header_add_stage(rec_header *h, const char *prog,
+			 const char *version, int argc, char *const argv[]);
+
+/*
+ * A data record. For the reader the pointers point into the reader's
+ * buffers and stay valid until the next rec_read() or rec_reader_close().
+ * key is NUL-terminated in that case (key_len excludes the NUL; a key
+ * never contains a NUL). The payload of audio and features records is
+ * 16-byte aligned, so it may be read as an array of its element type;
+ * a skipped record's payload is its reason, text without a NUL.
+ */
+typedef struct rec_item {
+	int type;              /* REC_T_AUDIO, REC_T_FEATURES, REC_T_SKIPPED */
+	uint64_t clip;         /* clip index in the stream, 0-based */
+	uint64_t offset;       /* first sample of this record in its clip */
+	uint64_t clip_samples; /* samples of the whole clip (after wavcat) */
+	uint32_t segment;      /* segment index within the clip, 0 if none */
+	int32_t label;         /* label id, -1 when none */
+	uint32_t sample_rate;  /* Hz */
+	int split;             /* enum rec_split */
+	int dtype;             /* enum rec_dtype; 0 for skipped records */
+	uint32_t dim0, dim1;   /* see enum rec_type */
+	const char *key;       /* path relative to its input folder, or as given */
+	size_t key_len;
+	const void *data;      /* payload, uncompressed */
+	size_t data_len;       /* bytes; must be dim0*dim1*dtype size for
+				  audio and features */
+} rec_item;
+
+/* Trailer contents. */
+typedef struct rec_trailer {
+	uint64_t n_records;  /* data records (audio+features+skipped) */
+	uint64_t n_items;    /* audio+features records */
+	uint64_t n_skipped;  /* skipped records */
+	uint32_t checksum;   /* CRC32C over the CRC fields of all records
+				before the trailer, in order (see spec) */
+} rec_trailer;
+
+/* ------------------------------------------------------------------ */
+/* Reader */
+
+typedef struct rec_reader rec_reader;
+
+typedef struct rec_reader_opts {
+	uint64_t max_data;   /* payload cap in bytes; 0 = REC_DEFAULT_MAX_DATA */
+	const char *name;    /* name of the input for detail messages
+				("stdin", a path); NULL = "input" */
+} rec_reader_opts;
+
+/* Opens a reader on fd (not closed by the library) and reads the header
+ * record. opts may be NULL. On failure *out is still set (so that
+ * rec_reader_detail() can explain) and must be closed. */
+int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts);
+/* The stream header read by rec_reader_open(); owned by the reader. */
+const rec_header *rec_reader_header(const rec_reader *r);
+/* Reads the next data record into *it. Returns REC_OK, REC_END once the
+ * trailer has been read, verified and followed by end of input, or an
+ * error. After REC_END or an error, further calls return the same.
+ * Besides the checks of formats/record.md in its order, a record whose
+ * (clip, offset) does not come after the previous record's is refused
+ * (REC_E_ORDER): clips increase, offsets increase within a clip. */
+int rec_read(rec_reader *r, rec_item *it);
+/* The trailer, valid after rec_read() returned REC_END. */
+const rec_trailer *rec_reader_trailer(const rec_reader *r);
+/* Bytes consumed so far / data records returned so far. */
+uint64_t rec_reader_offset(const rec_reader *r);
+uint64_t rec_reader_count(const rec_reader *r);
+/* One sentence on the last error, naming the input, the record number
+ * and its byte offset; "" when there was none. */
+const char *rec_reader_detail(const rec_reader *r);
+/* Frees r; accepts NULL. */
+void rec_reader_close(rec_reader *r);
+
+/* ------------------------------------------------------------------ */
+/* Writer */
+
+typedef struct rec_writer rec_writer;
+
+typedef struct rec_writer_opts {
+	int zstd_level;      /* 0: payloads stored raw; 1..19: zstd */
+	size_t buffer_size;  /* output buffer; 0 = 1 MiB */
+	const char *name;    /* name of the output for detail; NULL = "output" */
+} rec_writer_opts;
+
+/* Opens a writer on fd (not closed by the library) and writes the header
+ * record for h (copied). opts may be NULL. As for the reader, *out is set
+ * even on failure. Grows a pipe's buffer when fd is a pipe. */
+int rec_writer_open(rec_writer **out, int fd, const rec_header *h,
+		    const rec_writer_opts *opts);
+/* Appends one data record. it->data is copied or written before return.
+ * The record is checked as a reader would check it (type, dtype and
+ * dims against data_len, split, key, clip/segment order); a bad one is
+ * refused with REC_E_INVAL and a detail, and the stream stays usable.
+ * Write errors (REC_E_IO, REC_E_EPIPE) are final: every later call
+ * returns them. */
+int rec_write(rec_writer *w, const rec_item *it);
+/* Reserves room for one record with a payload of data_len bytes in the
+ * output buffer and returns a pointer where the caller writes the payload
+ * (uncompressed); rec_write_commit() then appends the record with it->data
+ * ignored. Avoids a copy for producers that compute their payload. The
+ * pointer is 16-byte aligned and valid until the commit; no other writer
+ * call may come in between. A commit refused with REC_E_INVAL (a bad
+ * item) drops the reservation and writes nothing; the stream goes on. */
+int rec_write_reserve(rec_writer *w, size_t data_len, void **payload);
+int rec_write_commit(rec_writer *w, const rec_item *it);
+/* Writes buffered records to fd. */
+int rec_writer_flush(rec_writer *w);
+/* Writes the trailer and flushes. Call once, at the end of a good run;
+ * a stream whose producer failed must end without one. */
+int rec_writer_finish(rec_writer *w);
+/* Counters so far. */
+uint64_t rec_writer_count(const rec_writer *w);
+uint64_t rec_writer_bytes(const rec_writer *w);
+const char *rec_writer_detail(const rec_writer *w);
+/* Frees w without writing a trailer; accepts NULL. */
+void rec_writer_close(rec_writer *w);
+
+#endif

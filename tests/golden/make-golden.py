@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""make-golden - write the golden record streams of tests/golden/.
+
+Run once (the files are committed): python3 tests/golden/make-golden.py
+
+The streams are built by tests/py/rec_stream.py, a Python implementation
+of formats/record.md written from the spec and independent of lib/rec.c.
+good-*.rec are valid; every reader must accept them. bad-*.rec each break
+one rule; every reader must refuse them. README lists each file; for a bad
+one, the record and byte at fault (found by the Python reader, which this
+script checks against what each file was meant to break) and the start of
+the reason lib/rec.c gives, so that a test can check recdump's message.
+"""
+
+import math
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "py"))
+
+import rec_stream as rs  # noqa: E402
+from rec_stream import (T_AUDIO, T_FEATURES, T_HEADER, T_SKIPPED,  # noqa
+                        T_TRAILER, record, item_meta, header_meta,
+                        trailer_meta)
+
+GOOD = []   # (name, why)
+BAD = []    # (name, expected "record N at byte B: reason", why)
+
+
+def s16(values):
+    return struct.pack("<%dh" % len(values), *values)
+
+
+def f32(values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def f16(values):
+    return struct.pack("<%de" % len(values), *values)
+
+
+def bf16(values):
+    """Upper halves of the binary32 values, rounded to nearest even."""
+    out = []
+    for v in values:
+        u = struct.unpack("<I", struct.pack("<f", v))[0]
+        if (u & 0x7FFFFFFF) > 0x7F800000:
+            out.append((u >> 16) | 0x40)
+        else:
+            out.append(((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+    return struct.pack("<%dH" % len(out), *out)
+
+
+def sine(n, freq, rate, amp=0.5):
+    return [amp * math.sin(2 * math.pi * freq * i / rate) for i in range(n)]
+
+
+def audio_pairs(dtype="s16", **extra):
+    pairs = [("producer", "wavcat 0.1.0"),
+             ("stage", "wavcat 0.1.0\twavcat --rate 8000 --duration 0.01 "
+                       "'DATA dir/'"),
+             ("kind", "audio"), ("sample_rate", "8000"), ("dtype", dtype),
+             ("duration", "80"), ("label", "no"), ("label", "yes"),
+             ("splits", "hash:10:10"), ("clips", "3")]
+    pairs += list(extra.items())
+    return pairs
+
+
+def audio_stream(zstd_level=0, raw_frame=False):
+    """Three clips of 80 s16 samples (one skipped), wavcat-like."""
+    b = rs.Builder(audio_pairs())
+    for clip, (lab, split, key) in enumerate([(1, 1, "yes/a_nohash_0.wav"),
+                                              (0, 2, "no/b_nohash_1.wav")]):
+        x = [round(v * 32767) for v in sine(80, 440 * (clip + 1), 8000)]
+        b.item(T_AUDIO, s16(x), zstd_level=zstd_level, raw_frame=raw_frame,
+               clip=clip, clip_samples=80, label=lab, sample_rate=8000,
+               split=split, dtype=1, key=key, dim0=80, dim1=1)
+    b.item(T_SKIPPED, b"unable to decode: not an audio file", clip=2,
+           label=1, sample_rate=0, split=1, key="yes/broken.wav")
+    return b
+
+
+def features_stream(dtype, enc, zstd_level=0):
+    """Two clips cut in two segments each, 4 mels x 3 frames."""
+    name = rs.DTYPES[dtype][0]
+    pairs = audio_pairs(name) + [
+        ("segment_len", "40"), ("segment_hop", "40"), ("segment_last", "pad"),
+        ("stage", "segment 0.1.0\tsegment --len 40 --hop 40"),
+        ("stage", "gpumel 0.1.0\tgpumel --n-mels 4 --dtype " + name),
+        ("n_fft", "16"), ("hop_length", "16"), ("n_mels", "4"),
+        ("log", "db"), ("top_db", "none")]
+    pairs = [(k, {"kind": "features", "clips": "2"}.get(k, v))
+             for k, v in pairs]
+    b = rs.Builder(pairs)
+    for clip in range(2):
+        for seg in range(2):
+            vals = [-80.0 + 7.25 * i + clip - seg for i in range(12)]
+            b.item(T_FEATURES, enc(vals), zstd_level=zstd_level, clip=clip,
+                   offset=40 * seg, clip_samples=80, segment=seg,
+                   label=clip, sample_rate=8000, split=1, dtype=dtype,
+                   key="k%d.wav" % clip, dim0=4, dim1=3)
+    return b
+
+
+def write(name, data):
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(data)
+
+
+def good(name, data, why):
+    rs.read_stream(data)  # must be valid
+    write(name, data)
+    GOOD.append((name, why))
+
+
+def bad(name, data, code, record_no, reason, why, max_data=None):
+    """Checks that the Python reader refuses data with code at record_no
+    before writing it; reason is the start of lib/rec.c's reason."""
+    try:
+        rs.read_stream(data, max_data or rs.DEFAULT_MAX_DATA)
+    except rs.RecError as e:
+        if (e.code, e.record) != (code, record_no):
+            sys.exit("make-golden: %s: wanted %s at record %d, got %s"
+                     % (name, code, record_no, e))
+        write(name, data)
+        BAD.append((name, "record %d at byte %d: %s"
+                    % (e.record, e.offset, reason), why))
+        return
+    sys.exit("make-golden: %s is valid" % name)
+
+
+def spans(data):
+    return rs.record_spans(data)
+
+
+def patched(data, rec_no, offset, fmt, value, fix_crc=True):
+    """data with a field of record rec_no (offset from the record's start)
+    changed, and that record's CRC recomputed unless fix_crc is false."""
+    out = bytearray(data)
+    p = spans(data)[rec_no][0]
+    struct.pack_into(fmt, out, p + offset, value)
+    if fix_crc:
+        n = spans(data)[rec_no][1]
+        out[p + 20:p + 24] = b"\0\0\0\0"
+        out[p + 20:p + 24] = struct.pack("<I", rs.crc32c(bytes(out[p:p + n])))
+    return bytes(out)
+
+
+def with_trailer(recs):
+    """Joins records and appends the trailer that matches them."""
+    b = rs.Builder(pairs=None)
+    for r in recs:
+        b.add(r)
+    return b.bytes()
+
+
+def make_good():
+    good("good-minimal.rec", rs.Builder(pairs=[]).bytes(),
+         "a header with no pairs and a trailer: the smallest valid stream")
+    good("good-audio-s16.rec", audio_stream().bytes(),
+         "wavcat-like: two s16 clips with labels and splits, one skipped "
+         "input")
+    good("good-audio-zstd.rec", audio_stream(zstd_level=3).bytes(),
+         "the same with zstd-compressed payloads (libzstd level 3)")
+    good("good-audio-zstd-raw.rec", audio_stream(raw_frame=True).bytes(),
+         "zstd frames made of raw (stored) blocks, written by hand")
+    good("good-features-f32.rec", features_stream(2, f32).bytes(),
+         "gpumel-like: 4x3 f32 feature matrices, two segments per clip")
+    good("good-features-f16.rec", features_stream(3, f16).bytes(),
+         "the same in f16")
+    good("good-features-bf16.rec", features_stream(4, bf16).bytes(),
+         "the same in bf16")
+    good("good-features-zstd.rec",
+         features_stream(2, f32, zstd_level=19).bytes(),
+         "f32 features compressed at zstd level 19")
+
+    b = rs.Builder([("producer", "odd 1"), ("label", "caf\xe9"),
+                    ("label", ""), ("note", "tab\there\nnewline"),
+                    ("future_key", "ignored by readers"),
+                    ("label", "\x01ctl")])
+    b.item(T_AUDIO, b"", clip=0, label=0, dtype=2, key="", dim0=0, dim1=1)
+    b.item(T_AUDIO, f32([1.5, -2.0]), clip=0, offset=1, segment=1, dtype=2,
+           key=b"sp ace/new\nline/\xff\xfe not utf8/\"q\".wav", dim0=2,
+           dim1=1, label=2)
+    b.item(T_SKIPPED, "reason with \u00e9 and \ttab".encode(), clip=5,
+           key=b"caf\xc3\xa9.flac")
+    b.item(T_FEATURES, f16([float("nan"), float("inf"), -0.0, 65504.0]),
+           clip=7, dtype=3, key="x", dim0=2, dim1=2, split=3,
+           label=2 ** 31 - 1)
+    good("good-odd-values.rec", b.bytes(),
+         "edge values: empty payload and key, keys with spaces, newlines, "
+         "quotes and invalid UTF-8, unknown header keys, NaN/Inf in f16, "
+         "label ids outside the table")
+
+
+def make_bad():
+    a = audio_stream().bytes()
+    sp = spans(a)  # header, clip 0, clip 1, skipped, trailer
+
+    bad("bad-empty.rec", b"", "TRUNC", 0, "empty input",
+        "no bytes at all")
+    bad("bad-garbage.rec", b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(20),
+        "MAGIC", 0, "bad magic", "a WAV file, not a record stream")
+    bad("bad-magic.rec", patched(a, 2, 0, "4s", b"MELQ", fix_crc=False),
+        "MAGIC", 2, "bad magic", "a data record's magic changed: framing "
+        "lost")
+    bad("bad-version.rec", patched(a, 0, 6, "B", 2), "VERSION", 0,
+        "format version 2 is newer than this reader's version 1",
+        "the header record says format version 2")
+    bad("bad-version-0.rec", patched(a, 1, 6, "B", 0), "FORMAT", 1,
+        "invalid format version 0", "a record with version 0")
+    bad("bad-type.rec", patched(a, 1, 4, "B", 9), "FORMAT", 1,
+        "unknown record type 9", "record type 9")
+    bad("bad-flags.rec", patched(a, 1, 5, "B", 2), "FORMAT", 1,
+        "unknown flags 0x02", "flag bit 1 set")
+    bad("bad-reserved.rec", patched(a, 1, 7, "B", 1), "FORMAT", 1,
+        "reserved byte is 0x01", "reserved header byte not 0")
+    bad("bad-meta-huge.rec", patched(a, 1, 8, "<I", 0xFFFFFFF0),
+        "TOOBIG", 1, "metadata length 4294967280 over the cap",
+        "a metadata length of 4 GiB: refused before any allocation")
+    bad("bad-data-huge.rec", patched(a, 1, 12, "<I", 0xFFFFFFF0),
+        "TOOBIG", 1, "payload length 4294967280 over the cap",
+        "a payload length of 4 GiB: refused before any allocation")
+    z = audio_stream(zstd_level=3).bytes()
+    bad("bad-raw-huge.rec", patched(z, 1, 16, "<I", 0x7FFFFFFF),
+        "TOOBIG", 1, "raw payload length 2147483647 over the cap",
+        "a compressed payload claiming 2 GiB uncompressed")
+    bad("bad-raw-len.rec", patched(a, 1, 16, "<I", 158), "FORMAT", 1,
+        "raw length 158 differs from stored length 160",
+        "raw_len differs from data_len without the zstd flag")
+    bad("bad-cut-header.rec", a[:sp[2][0] + 10], "TRUNC", 2,
+        "input ended inside a record header",
+        "cut 10 bytes into a record header")
+    bad("bad-cut-payload.rec", a[:sp[2][0] + sp[2][1] - 1], "TRUNC", 2,
+        "input ended inside the record",
+        "cut one byte before the end of a record")
+    bad("bad-no-trailer.rec", a[:sp[-1][0]], "TRUNC", 4,
+        "input ended before the trailer",
+        "cut exactly between records: the trailer is missing")
+    bad("bad-crc-field.rec", patched(a, 1, 24, "<Q", 1, fix_crc=False),
+        "CRC", 1, "checksum mismatch", "the clip field changed without "
+        "its CRC")
+    bad("bad-crc-payload.rec",
+        patched(a, 2, sp[2][1] - 1, "B", a[sp[2][0] + sp[2][1] - 1] ^ 0x40,
+                fix_crc=False),
+        "CRC", 2, "checksum mismatch", "one payload bit flipped")
+    bad("bad-crc-stored.rec", patched(a, 3, 20, "<I", 0, fix_crc=False),
+        "CRC", 3, "checksum mismatch", "the CRC field zeroed")
+
+    # zstd
+    b = rs.Builder(audio_pairs())
+    b.add(record(T_AUDIO, item_meta(dtype=1, dim0=4, dim1=1, key="z"),
+                 b"\x28\xb5\x2f\xfd garbage", flags=1, raw_len=8))
+    bad("bad-zstd-garbage.rec", b.bytes(), "ZSTD", 1,
+        "compressed payload is not a zstd frame",
+        "zstd flag on bytes that are not a frame")
+    b = rs.Builder(audio_pairs())
+    b.add(record(T_AUDIO, item_meta(dtype=1, dim0=4, dim1=1, key="z"),
+                 rs.zstd_raw_frame(bytes(6)), flags=1, raw_len=8))
+    bad("bad-zstd-size.rec", b.bytes(), "ZSTD", 1,
+        "payload decompresses to 6 bytes, raw length says 8",
+        "a frame of 6 bytes where raw_len says 8")
+    b = rs.Builder(audio_pairs())
+    b.add(record(T_AUDIO, item_meta(dtype=1, dim0=4, dim1=1, key="z"),
+                 rs.zstd_raw_frame(bytes(4)) + rs.zstd_raw_frame(bytes(4)),
+                 flags=1, raw_len=8))
+    bad("bad-zstd-two-frames.rec", b.bytes(), "ZSTD", 1,
+        "compressed payload has", "two zstd frames in one payload")
+
+    # where records are
+    hdr, c0, c1, sk, tr = [a[o:o + n] for o, n, _ in sp]
+    bad("bad-first-data.rec", with_trailer([c0, c1]), "ORDER", 0,
+        "the first record is of type audio, not a header",
+        "no header: the stream starts with a data record")
+    bad("bad-first-trailer.rec", tr, "ORDER", 0,
+        "the first record is of type trailer, not a header", "only a trailer")
+    bad("bad-two-headers.rec", with_trailer([hdr, c0, hdr, c1]), "ORDER", 2,
+        "a second header record", "a header record in the middle")
+    bad("bad-clip-order.rec", with_trailer([hdr, c1, c0, sk]), "ORDER", 2,
+        "clip 0 segment 0 after clip 1 segment 0",
+        "clips out of order (trailer made to match)")
+    bad("bad-duplicate.rec", with_trailer([hdr, c0, c0, c1, sk]), "ORDER",
+        2, "clip 0 segment 0 after clip 0 segment 0",
+        "a record repeated (trailer made to match)")
+
+    # header record
+    bad("bad-header-payload.rec",
+        with_trailer([record(T_HEADER, header_meta([("a", "b")]), b"xy"),
+                      c0]),
+        "FORMAT", 0, "header record with a payload of 2 bytes",
+        "a header record with a payload")
+    bad("bad-header-nul.rec",
+        with_trailer([record(T_HEADER, b"producer\0x"), c0]),
+        "FORMAT", 0, "header metadata does not end with a NUL",
+        "the last header value is not NUL-terminated")
+    bad("bad-header-key.rec",
+        with_trailer([record(T_HEADER, header_meta([("Bad-Key", "v")]))]),
+        "FORMAT", 0, "header pair 0 has an invalid key",
+        "a header key outside [a-z0-9_]")
+    bad("bad-header-odd.rec",
+        with_trailer([record(T_HEADER, b"producer\0x\0label\0")]),
+        "FORMAT", 0, "header key 'label' has no value",
+        "an odd number of strings: a key without a value")
+    bad("bad-header-empty-key.rec",
+        with_trailer([record(T_HEADER, b"\0value\0")]),
+        "FORMAT", 0, "header pair 0 has an invalid key",
+        "an empty header key")
+
+    # data record metadata
+    def item_stream(meta, data, rtype=T_AUDIO):
+        return with_trailer([hdr, record(rtype, meta, data)])
+
+    bad("bad-meta-len.rec",
+        item_stream(item_meta(dtype=1, dim0=2, dim1=1, key="abc",
+                              key_len=2), bytes(4)),
+        "FORMAT", 1, "metadata length 51 is not 48 + key length 2",
+        "key_len disagrees with meta_len")
+    bad("bad-meta-short.rec", item_stream(bytes(40), b""), "FORMAT", 1,
+        "audio record with 40 bytes of metadata",
+        "a data record with 40 bytes of metadata")
+    bad("bad-dtype.rec",
+        item_stream(item_meta(dtype=5, dim0=2, dim1=1), bytes(4)),
+        "FORMAT", 1, "invalid dtype 5", "element type 5")
+    bad("bad-dims.rec",
+        item_stream(item_meta(dtype=2, dim0=3, dim1=1), bytes(8)),
+        "FORMAT", 1, "payload of 8 bytes does not match 3x1 f32",
+        "payload size is not dim0*dim1*size")
+    bad("bad-dims-overflow.rec",
+        item_stream(item_meta(dtype=2, dim0=1 << 31, dim1=1 << 31),
+                    bytes(0)), "FORMAT", 1,
+        "payload of 0 bytes does not match 2147483648x2147483648 f32",
+        "dims whose product overflows 64 bits once multiplied by 4")
+    bad("bad-split.rec",
+        item_stream(item_meta(dtype=1, dim0=1, dim1=1, split=4), bytes(2)),
+        "FORMAT", 1, "invalid split 4", "split 4")
+    bad("bad-skipped-dtype.rec",
+        item_stream(item_meta(dtype=1), b"why", T_SKIPPED), "FORMAT", 1,
+        "skipped record with dtype 1", "a skipped record with a dtype")
+    bad("bad-key-nul.rec",
+        item_stream(item_meta(dtype=1, dim0=1, dim1=1, key=b"a\0b"),
+                    bytes(2)), "FORMAT", 1, "key contains a NUL byte",
+        "a NUL byte inside a key")
+
+    # trailer
+    bad("bad-trailer-count.rec",
+        b"".join([hdr, c0, c1, sk]) + record(T_TRAILER, trailer_meta(
+            4, 3, 1, struct.unpack_from("<I", tr, HDR_TRAILER_CSUM)[0])),
+        "FORMAT", 4, "trailer counts 4 records",
+        "the trailer counts one record more than there are")
+    bad("bad-trailer-checksum.rec", patched(a, 4, 24 + 24, "<I", 0x1234),
+        "CRC", 4, "stream checksum mismatch",
+        "the trailer's stream checksum is wrong (its own CRC is right)")
+    csum = struct.unpack_from("<I", tr, HDR_TRAILER_CSUM)[0]
+    bad("bad-dropped-record.rec",
+        b"".join([hdr, c0, sk]) + record(T_TRAILER,
+                                         trailer_meta(2, 1, 1, csum)),
+        "CRC", 3, "stream checksum mismatch",
+        "a whole record removed and the trailer counts fixed: only the "
+        "stream checksum can tell")
+    bad("bad-trailer-size.rec",
+        b"".join([hdr, c0, c1, sk]) + record(T_TRAILER, tr[24:] + bytes(8)),
+        "FORMAT", 4, "trailer with 40 bytes of metadata",
+        "a trailer with 40 bytes of metadata")
+    bad("bad-trailer-reserved.rec", patched(a, 4, 24 + 28, "<I", 7),
+        "FORMAT", 4, "trailer reserved field is not 0",
+        "the trailer's reserved field is not 0")
+    bad("bad-trailing-byte.rec", a + b"\n", "TRAILING", 5,
+        "data after the trailer", "one byte after the trailer")
+    bad("bad-two-streams.rec", a + a, "TRAILING", 5,
+        "data after the trailer (another stream follows",
+        "two streams run together")
+
+
+# offset of the stream checksum inside a trailer record
+HDR_TRAILER_CSUM = rs.HDR_SIZE + 24
+
+
+def write_readme():
+    lines = [
+        "Golden record streams (formats/record.md), written by",
+        "make-golden.py with tests/py/rec_stream.py, a Python implementation",
+        "of the spec independent of lib/rec.c. Do not edit the files by "
+        "hand:",
+        "change make-golden.py and run it again.",
+        "",
+        "The good-*.rec files are valid streams that every reader must",
+        "accept; the bad-*.rec files each break one rule and every reader",
+        "must refuse them.",
+        "Lines: file, TAB, for bad files the record and byte at fault and",
+        "the start of lib/rec.c's reason, TAB, why (tests/t0004 reads them).",
+        "",
+    ]
+    for name, why in GOOD:
+        lines.append("%s\t-\t%s" % (name, why))
+    for name, expect, why in BAD:
+        lines.append("%s\t%s\t%s" % (name, expect, why))
+    with open(os.path.join(HERE, "README"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    for f in os.listdir(HERE):
+        if f.endswith(".rec"):
+            os.remove(os.path.join(HERE, f))
+    make_good()
+    make_bad()
+    write_readme()
+    print("make-golden: %d good, %d bad streams in %s"
+          % (len(GOOD), len(BAD), HERE))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+/*
+ * test-crc32c - unit tests of lib/crc32c: known vectors (the check value
+ * and the iSCSI vectors of RFC 3720 B.4), and both code paths against a
+ * bit-at-a-time reference written from the definition, over many lengths,
+ * alignments and split points.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/crc32c.h"
+#include "tap.h"
+
+/* The definition: reflected, polynomial 0x82F63B78, init and final XOR
+ * 0xFFFFFFFF, one bit at a time. */
+static uint32_t ref_crc(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	while (n--) {
+		c ^= *p++;
+		for (int i = 0; i < 8; i++)
+			c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* xorshift: reproducible test data */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void test_vectors(void)
+{
+	unsigned char buf[48];
+	/* RFC 3720 B.4: an iSCSI read command PDU. */
+	static const unsigned char pdu[48] = {
+		0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00,
+		0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18,
+		0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	};
+
+	tap_is_u64(crc32c(0, "123456789", 9), 0xe3069283u,
+		   "check value of \"123456789\"");
+	tap_is_u64(crc32c_portable(0, "123456789", 9), 0xe3069283u,
+		   "check value, portable path");
+	tap_is_u64(crc32c(0, NULL, 0), 0, "empty input gives 0");
+	tap_is_u64(crc32c(0x12345678u, NULL, 0), 0x12345678u,
+		   "empty extension keeps the value");
+
+	memset(buf, 0, 32);
+	tap_is_u64(crc32c(0, buf, 32), 0x8a9136aau, "RFC 3720: 32 zeros");
+	memset(buf, 0xff, 32);
+	tap_is_u64(crc32c(0, buf, 32), 0x62a8ab43u, "RFC 3720: 32 0xff");
+	for (int i = 0; i < 32; i++)
+		buf[i] = (unsigned char)i;
+	tap_is_u64(crc32c(0, buf, 32), 0x46dd794eu,
+		   "RFC 3720: 32 increasing");
+	for (int i = 0; i < 32; i++)
+		buf[i] = (unsigned char)(31 - i);
+	tap_is_u64(crc32c(0, buf, 32), 0x113fdb5cu,
+		   "RFC 3720: 32 decreasing");
+	tap_is_u64(crc32c(0, pdu, 48), 0xd9963a56u,
+		   "RFC 3720: iSCSI read command");
+	tap_is_u64(crc32c_portable(0, pdu, 48), 0xd9963a56u,
+		   "RFC 3720: iSCSI read command, portable path");
+}
+
+/* Lengths around the 8-byte words and the 3 x 4096-byte blocks of the
+ * hardware path, at every alignment. */
+static void test_against_reference(void)
+{
+	static const size_t lens[] = {
+		0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 1000,
+		4095, 4096, 4097, 8191, 12287, 12288, 12289, 12295, 24576,
+		24577, 36871, 65536, 100003, 1 << 20
+	};
+	size_t max = (1 << 20) + 16;
+	unsigned char *buf = malloc(max);
+	int bad_hw = 0, bad_sw = 0, n = 0;
+
+	for (size_t i = 0; i < max; i++)
+		buf[i] = (unsigned char)rng();
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (size_t a = 0; a < 8; a++) {
+			uint32_t want = ref_crc(buf + a, lens[l]);
+
+			bad_hw += crc32c(0, buf + a, lens[l]) != want;
+			bad_sw += crc32c_portable(0, buf + a, lens[l]) != want;
+			n++;
+		}
+	tap_diag("hardware crc32 instruction: %s",
+		 crc32c_hw_available() ? "yes" : "no");
+	tap_is(bad_hw, 0, "crc32c() equals the definition (%d cases)", n);
+	tap_is(bad_sw, 0, "portable path equals the definition (%d cases)",
+	       n);
+	free(buf);
+}
+
+/* crc(a then b) == crc32c(crc32c(0, a), b) at random split points. */
+static void test_incremental(void)
+{
+	size_t len = 3 * 4096 * 4 + 123;
+	unsigned char *buf = malloc(len);
+	uint32_t whole;
+	int bad = 0, bad_sw = 0;
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (unsigned char)rng();
+	whole = ref_crc(buf, len);
+	for (int t = 0; t < 200; t++) {
+		size_t a = rng() % (len + 1), b = a + rng() % (len - a + 1);
+		uint32_t c = crc32c(0, buf, a);
+
+		c = crc32c(c, buf + a, b - a);
+		bad += crc32c(c, buf + b, len - b) != whole;
+		c = crc32c_portable(0, buf, a);
+		c = crc32c_portable(c, buf + a, b - a);
+		bad_sw += crc32c_portable(c, buf + b, len - b) != whole;
+	}
+	tap_is(bad, 0, "three-piece updates equal one pass");
+	tap_is(bad_sw, 0, "three-piece updates equal one pass, portable");
+	free(buf);
+}
+
+int main(void)
+{
+	test_vectors();
+	test_against_reference();
+	test_incremental();
+	return tap_done();
+}

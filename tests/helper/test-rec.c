@@ -1,0 +1,769 @@
+/*
+ * test-rec - unit tests of lib/rec: header key/values, provenance
+ * quoting, write/read round trips of every record type and element type
+ * with and without zstd, payloads larger than the writer's buffer,
+ * reserve/commit, the writer's refusals, the reader's caps, detection of
+ * every single-byte corruption and truncation, EPIPE, slow pipes.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../lib/rec.h"
+#include "tap.h"
+
+/* ------------------------------------------------------------------ */
+/* Fixtures */
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* A test item with its payload owned here. */
+struct titem {
+	rec_item it;
+	char key[80];
+	unsigned char *data;
+};
+
+static void titem_make(struct titem *t, int type, int dtype, uint64_t clip,
+		       uint64_t offset, uint32_t dim0, uint32_t dim1,
+		       size_t key_len)
+{
+	size_t n;
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < key_len && i < sizeof(t->key) - 1; i++)
+		t->key[i] = (char)('a' + (clip + i) % 26);
+	t->key[key_len] = '\0';
+	t->it.type = type;
+	t->it.clip = clip;
+	t->it.offset = offset;
+	t->it.clip_samples = 16000 + clip;
+	t->it.segment = (uint32_t)(offset / 100);
+	t->it.label = (int32_t)(clip % 3) - 1;
+	t->it.sample_rate = 16000;
+	t->it.split = (int)(clip % 4);
+	t->it.key = t->key;
+	t->it.key_len = key_len;
+	if (type == REC_T_SKIPPED) {
+		n = (size_t)snprintf(NULL, 0, "reason for %llu",
+				     (unsigned long long)clip);
+		t->data = malloc(n + 1);
+		snprintf((char *)t->data, n + 1, "reason for %llu",
+			 (unsigned long long)clip);
+	} else {
+		t->it.dtype = dtype;
+		t->it.dim0 = dim0;
+		t->it.dim1 = dim1;
+		n = (size_t)dim0 * dim1 * rec_dtype_size(dtype);
+		t->data = malloc(n ? n : 1);
+		/* compressible but not constant */
+		for (size_t i = 0; i < n; i++)
+			t->data[i] = (unsigned char)(i % 251 < 128 ? i % 7
+						     : rng());
+	}
+	t->it.data = t->data;
+	t->it.data_len = n;
+}
+
+static rec_header *test_header(void)
+{
+	rec_header *h = rec_header_new();
+
+	rec_header_add(h, "producer", "test-rec 0.1.0");
+	rec_header_add(h, "kind", "audio");
+	rec_header_add(h, "label", "yes");
+	rec_header_add(h, "label", "no");
+	rec_header_add(h, "note", "tab\there, newline\nthere, \xff bytes");
+	return h;
+}
+
+/* A temporary file to write a stream to and read it back from. */
+static int temp_fd(void)
+{
+	FILE *f = tmpfile();
+
+	if (f == NULL) {
+		perror("tmpfile");
+		exit(99);
+	}
+	return dup(fileno(f)); /* f itself is never closed: it is removed */
+}
+
+static int items_equal(const rec_item *a, const rec_item *b)
+{
+	return a->type == b->type && a->clip == b->clip &&
+	       a->offset == b->offset && a->clip_samples == b->clip_samples &&
+	       a->segment == b->segment && a->label == b->label &&
+	       a->sample_rate == b->sample_rate && a->split == b->split &&
+	       a->dtype == b->dtype && a->dim0 == b->dim0 &&
+	       a->dim1 == b->dim1 && a->key_len == b->key_len &&
+	       memcmp(a->key, b->key, a->key_len) == 0 &&
+	       a->key[a->key_len] == '\0' && a->data_len == b->data_len &&
+	       (a->data_len == 0 || memcmp(a->data, b->data, a->data_len) == 0);
+}
+
+/* Reads the whole stream at fd (from its start) and compares it with
+ * the n expected items. */
+static void check_stream(int fd, const struct titem *want, size_t n,
+			 const char *what)
+{
+	rec_reader *r = NULL;
+	rec_item it;
+	size_t i = 0;
+	int err, bad = 0, misaligned = 0;
+	off_t size = lseek(fd, 0, SEEK_END);
+
+	lseek(fd, 0, SEEK_SET);
+	err = rec_reader_open(&r, fd, &(rec_reader_opts){ .name = what });
+	if (!tap_is(err, 0, "%s: open", what)) {
+		tap_diag("%s", rec_reader_detail(r));
+		rec_reader_close(r);
+		return;
+	}
+	tap_is_str(rec_header_get(rec_reader_header(r), "note"),
+		   "tab\there, newline\nthere, \xff bytes",
+		   "%s: header value with control bytes survives", what);
+	while ((err = rec_read(r, &it)) == REC_OK) {
+		size_t a = rec_dtype_size(it.dtype);
+
+		if (i >= n || !items_equal(&it, &want[i].it)) {
+			if (!bad)
+				tap_diag("first difference at item %zu", i);
+			bad++;
+		}
+		if (a && (uintptr_t)it.data % 16)
+			misaligned++;
+		i++;
+	}
+	tap_is(err, REC_END, "%s: ends with REC_END", what);
+	if (err != REC_END)
+		tap_diag("%s", rec_reader_detail(r));
+	tap_is(bad, 0, "%s: every field and payload equal", what);
+	tap_is(misaligned, 0, "%s: payloads aligned to 16 bytes", what);
+	tap_is_u64(i, n, "%s: item count", what);
+	tap_is_u64(rec_reader_count(r), n, "%s: rec_reader_count", what);
+	tap_is_u64(rec_reader_offset(r), (uint64_t)size,
+		   "%s: rec_reader_offset is the stream size", what);
+	if (err == REC_END) {
+		const rec_trailer *t = rec_reader_trailer(r);
+
+		tap_is_u64(t->n_records, n, "%s: trailer n_records", what);
+	}
+	tap_is(rec_read(r, &it), err, "%s: the end is sticky", what);
+	rec_reader_close(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names and header */
+
+static void test_names(void)
+{
+	int distinct = 1;
+
+	for (int a = REC_E_INVAL; a <= REC_END; a++)
+		for (int b = a + 1; b <= REC_END; b++)
+			distinct &= strcmp(rec_strerror(a),
+					   rec_strerror(b)) != 0;
+	tap_ok(distinct, "every error code has its own text");
+	tap_is_str(rec_strerror(REC_E_CRC), "checksum mismatch",
+		   "REC_E_CRC text");
+	tap_ok(rec_strerror(-1000) != NULL, "unknown code has a text");
+	tap_is(rec_dtype_size(REC_S16), 2, "s16 size");
+	tap_is(rec_dtype_size(REC_F32), 4, "f32 size");
+	tap_is(rec_dtype_size(REC_F16), 2, "f16 size");
+	tap_is(rec_dtype_size(REC_BF16), 2, "bf16 size");
+	tap_is(rec_dtype_size(0), 0, "dtype 0 has no size");
+	tap_is(rec_dtype_size(5), 0, "dtype 5 has no size");
+	for (int d = REC_S16; d <= REC_BF16; d++)
+		tap_is(rec_dtype_parse(rec_dtype_name(d)), d,
+		       "dtype %s parses back", rec_dtype_name(d));
+	tap_is(rec_dtype_parse("f64"), 0, "f64 is unknown");
+	tap_is(rec_dtype_parse(NULL), 0, "NULL dtype name is unknown");
+	tap_ok(rec_dtype_name(9) == NULL, "dtype 9 has no name");
+	tap_is_str(rec_split_name(REC_SPLIT_VALIDATION), "validation",
+		   "split name");
+	tap_ok(rec_split_name(4) == NULL && rec_split_name(-1) == NULL,
+	       "splits out of range have no name");
+}
+
+static void test_header_api(void)
+{
+	rec_header *h = rec_header_new(), *d;
+	const char *k, *v;
+
+	tap_is(rec_header_add(h, "label", "a"), 0, "add");
+	rec_header_add(h, "kind", "audio");
+	rec_header_add(h, "label", "b");
+	rec_header_add(h, "label", "c");
+	tap_is(rec_header_len(h), 4, "four pairs");
+	tap_is(rec_header_count(h, "label"), 3, "three labels");
+	tap_is_str(rec_header_get(h, "label"), "a", "get gives the first");
+	tap_is_str(rec_header_get_nth(h, "label", 2), "c", "nth");
+	tap_ok(rec_header_get_nth(h, "label", 3) == NULL, "nth past the end");
+	tap_ok(rec_header_get(h, "nothing") == NULL, "missing key");
+	tap_is(rec_header_add(h, "Bad", "x"), REC_E_INVAL, "upper case key "
+	       "refused");
+	tap_is(rec_header_add(h, "", "x"), REC_E_INVAL, "empty key refused");
+	tap_is(rec_header_add(h, "a-b", "x"), REC_E_INVAL, "'-' in key "
+	       "refused");
+	tap_is(rec_header_add(h, "ok_1", ""), 0, "empty value allowed");
+
+	d = rec_header_dup(h);
+	tap_is(rec_header_set(h, "label", "z"), 0, "set");
+	tap_is(rec_header_count(h, "label"), 1, "set leaves one pair");
+	rec_header_entry(h, 0, &k, &v);
+	tap_ok(strcmp(k, "label") == 0 && strcmp(v, "z") == 0,
+	       "set replaces the first pair in place");
+	rec_header_entry(h, 1, &k, &v);
+	tap_is_str(k, "kind", "the order of the others is kept");
+	rec_header_entry(h, 99, &k, &v);
+	tap_ok(k == NULL && v == NULL, "entry past the end gives NULLs");
+	tap_is(rec_header_count(d, "label"), 3, "dup is a deep copy");
+
+	rec_header_set_u64(h, "clips", UINT64_MAX);
+	tap_is_str(rec_header_get(h, "clips"), "18446744073709551615",
+		   "set_u64");
+	rec_header_set_double(h, "fmax", 0.1);
+	tap_ok(strtod(rec_header_get(h, "fmax"), NULL) == 0.1,
+	       "set_double survives a round trip");
+	rec_header_set_double(h, "fmax", 8000);
+	tap_is_str(rec_header_get(h, "fmax"), "8000", "set_double of 8000");
+	rec_header_del(h, "fmax");
+	tap_ok(rec_header_get(h, "fmax") == NULL, "del");
+	rec_header_del(d, "label");
+	tap_is(rec_header_len(d), 2, "del removes every repeat");
+	tap_is(rec_header_set(NULL, "a", "b"), REC_E_INVAL, "set on NULL");
+	rec_header_free(h);
+	rec_header_free(d);
+	rec_header_free(NULL);
+	tap_ok(rec_header_len(NULL) == 0, "NULL header is empty");
+}
+
+static void test_add_stage(void)
+{
+	static const char *const args[] = {
+		"wavcat", "--rate", "4096", "DATA dir/", "it's", "", "a=b,c",
+		"x;y", "$HOME", "-j8", "tab\there", "@list.txt", "100%",
+		"~user", "*.wav"
+	};
+	enum { argc = sizeof(args) / sizeof(args[0]) };
+	char *argv[argc];
+	rec_header *h = rec_header_new();
+
+	for (int i = 0; i < argc; i++)
+		argv[i] = strdup(args[i]);
+
+	tap_is(rec_header_add_stage(h, "wavcat", "0.1.0", argc, argv), 0,
+	       "add_stage");
+	tap_is_str(rec_header_get(h, "stage"),
+		   "wavcat 0.1.0\twavcat --rate 4096 'DATA dir/' 'it'\\''s' "
+		   "'' a=b,c 'x;y' '$HOME' -j8 'tab\there' @list.txt 100% "
+		   "'~user' '*.wav'",
+		   "stage entry quotes what a shell would change");
+	tap_is(rec_header_add_stage(h, "segment", "0.1.0", 0, NULL), 0,
+	       "add_stage without arguments");
+	tap_is_str(rec_header_get_nth(h, "stage", 1), "segment 0.1.0\t",
+		   "a second stage is appended");
+	rec_header_free(h);
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Round trips */
+
+/* Items of every type and dtype, keys of 0..20 bytes (every payload
+ * alignment), an empty payload, and one payload of 3 MB. */
+static size_t make_items(struct titem *t, size_t max, int big)
+{
+	size_t n = 0;
+	uint64_t clip = 0;
+
+	for (int d = REC_S16; d <= REC_BF16; d++)
+		for (size_t k = 0; k <= 20 && n + 3 < max; k++) {
+			titem_make(&t[n++], REC_T_AUDIO, d, clip, 0,
+				   (uint32_t)(100 + k), 1, k);
+			titem_make(&t[n++], REC_T_FEATURES, d, clip, 100,
+				   32, (uint32_t)(1 + k), k);
+			clip++;
+			titem_make(&t[n++], REC_T_SKIPPED, 0, clip++, 0, 0,
+				   0, k);
+		}
+	titem_make(&t[n++], REC_T_AUDIO, REC_F32, clip++, 0, 0, 1, 5);
+	if (big)
+		titem_make(&t[n++], REC_T_AUDIO, REC_S16, clip++, 0,
+			   1500000, 1, 9);
+	titem_make(&t[n++], REC_T_FEATURES, REC_F16, clip++, 0, 64, 3, 1);
+	return n;
+}
+
+static void free_items(struct titem *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(t[i].data);
+}
+
+static void test_round_trip(int level, size_t bufsize)
+{
+	struct titem t[300];
+	size_t n = make_items(t, 290, 1);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize };
+	char what[64];
+	int fd = temp_fd(), err = 0;
+
+	snprintf(what, sizeof(what), "zstd %d, buffer %zu", level, bufsize);
+	err = rec_writer_open(&w, fd, h, &o);
+	for (size_t i = 0; i < n && !err; i++)
+		err = rec_write(w, &t[i].it);
+	if (!err)
+		err = rec_writer_finish(w);
+	tap_is(err, 0, "%s: write %zu records", what, n);
+	if (err)
+		tap_diag("%s", rec_writer_detail(w));
+	tap_is_u64(rec_writer_count(w), n, "%s: writer count", what);
+	tap_is_u64(rec_writer_bytes(w), (uint64_t)lseek(fd, 0, SEEK_END),
+		   "%s: writer bytes equal the file size", what);
+	check_stream(fd, t, n, what);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, n);
+	close(fd);
+}
+
+/* Payloads computed in place, with keys longer and shorter than the one
+ * before (the writer guesses the key length), mixed with rec_write. */
+static void test_reserve(int level, size_t bufsize)
+{
+	struct titem t[64];
+	size_t n = 0;
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize };
+	static const size_t keys[] = { 3, 3, 0, 70, 70, 1, 64, 65, 63, 2 };
+	char what[80];
+	int fd = temp_fd(), err, misaligned = 0;
+
+	snprintf(what, sizeof(what), "reserve, zstd %d, buffer %zu", level,
+		 bufsize);
+	err = rec_writer_open(&w, fd, h, &o);
+	for (size_t i = 0; i < 40 && !err; i++) {
+		size_t k = keys[i % 10];
+		uint32_t dim0 = i == 17 ? 800000 : (uint32_t)(50 + i);
+		void *p;
+
+		titem_make(&t[n], i % 5 == 4 ? REC_T_SKIPPED : REC_T_AUDIO,
+			   REC_S16, i, 0, dim0, 1, k);
+		if (i % 7 == 6) {
+			err = rec_write(w, &t[n].it);
+		} else {
+			err = rec_write_reserve(w, t[n].it.data_len, &p);
+			misaligned += (uintptr_t)p % 16 != 0;
+			if (!err) {
+				memcpy(p, t[n].data, t[n].it.data_len);
+				err = rec_write_commit(w, &t[n].it);
+			}
+		}
+		n++;
+	}
+	if (!err)
+		err = rec_writer_finish(w);
+	tap_is(err, 0, "%s: write", what);
+	if (err)
+		tap_diag("%s", rec_writer_detail(w));
+	tap_is(misaligned, 0, "%s: reserved payloads aligned to 16 bytes",
+	       what);
+	check_stream(fd, t, n, what);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, n);
+	close(fd);
+}
+
+static void test_empty_stream(void)
+{
+	rec_header *h = rec_header_new();
+	rec_writer *w = NULL;
+	rec_reader *r = NULL;
+	rec_item it;
+	int fd = temp_fd();
+
+	tap_is(rec_writer_open(&w, fd, h, NULL), 0, "open with no pairs");
+	tap_is(rec_writer_finish(w), 0, "finish with no records");
+	tap_is(rec_writer_finish(w), REC_E_INVAL, "a second finish is "
+	       "refused");
+	tap_is(rec_write(w, &(rec_item){ .type = REC_T_SKIPPED }),
+	       REC_E_INVAL, "a record after the trailer is refused");
+	lseek(fd, 0, SEEK_SET);
+	tap_is(rec_reader_open(&r, fd, NULL), 0, "read it back");
+	tap_is(rec_header_len(rec_reader_header(r)), 0, "no pairs");
+	tap_is(rec_read(r, &it), REC_END, "no records");
+	tap_is_u64(rec_reader_offset(r), 24 + 24 + 32, "header and trailer "
+		   "only");
+	rec_reader_close(r);
+	rec_writer_close(w);
+	rec_header_free(h);
+	close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Refusals */
+
+static void test_writer_refusals(void)
+{
+	struct titem a, b;
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_item bad;
+	int fd = temp_fd();
+
+	rec_writer_open(&w, fd, h, NULL);
+	titem_make(&a, REC_T_AUDIO, REC_S16, 5, 0, 10, 1, 4);
+	titem_make(&b, REC_T_AUDIO, REC_S16, 5, 100, 10, 1, 4);
+	bad = a.it;
+	bad.data_len = 19;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "payload length not "
+	       "dim0*dim1*size refused");
+	tap_ok(strstr(rec_writer_detail(w), "does not match") != NULL,
+	       "and explained: %s", rec_writer_detail(w));
+	bad = a.it;
+	bad.dtype = 7;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "unknown dtype refused");
+	bad = a.it;
+	bad.split = 4;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "split 4 refused");
+	bad = a.it;
+	bad.type = REC_T_HEADER;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "type header refused");
+	bad = a.it;
+	bad.key_len = 70000;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "key over 65535 bytes "
+	       "refused");
+	bad = a.it;
+	bad.key = "a\0b";
+	bad.key_len = 3;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "key with a NUL refused");
+	bad = a.it;
+	bad.type = REC_T_SKIPPED;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "skipped record with a dtype "
+	       "refused");
+	bad = a.it;
+	bad.dim0 = 0x80000000u;
+	bad.dim1 = 0x80000000u;
+	tap_is(rec_write(w, &bad), REC_E_INVAL, "overflowing dims refused");
+	tap_is(rec_write(w, &b.it), 0, "a good record after refusals");
+	tap_is(rec_write(w, &a.it), REC_E_INVAL, "offset going back refused");
+	a.it.clip = 4;
+	tap_is(rec_write(w, &a.it), REC_E_INVAL, "clip going back refused");
+	tap_is(rec_write(w, &b.it), REC_E_INVAL, "same clip and offset "
+	       "refused");
+	tap_is(rec_write_commit(w, &b.it), REC_E_INVAL, "commit without "
+	       "reserve refused");
+	{
+		void *p;
+
+		tap_is(rec_write_reserve(w, 20, &p), 0, "reserve");
+		tap_is(rec_write_reserve(w, 20, &p), REC_E_INVAL, "a second "
+		       "reserve before commit refused");
+		tap_is(rec_writer_flush(w), REC_E_INVAL, "flush during a "
+		       "reservation refused");
+		tap_is(rec_write_commit(w, &a.it), REC_E_INVAL, "a bad "
+		       "commit is refused");
+		tap_is(rec_write_reserve(w, 20, &p), 0, "and drops the "
+		       "reservation");
+		tap_is(rec_write_commit(w, &(rec_item){ .type = 0 }),
+		       REC_E_INVAL, "a second bad commit too");
+	}
+	tap_is(rec_writer_finish(w), 0, "finish");
+	check_stream(fd, &b, 1, "after refusals");
+	rec_writer_close(w);
+	free(a.data);
+	free(b.data);
+
+	/* A header over the 1 MiB metadata cap. */
+	{
+		char *big = malloc(1 << 20);
+
+		memset(big, 'x', (1 << 20) - 1);
+		big[(1 << 20) - 1] = '\0';
+		rec_header_add(h, "big", big);
+		tap_is(rec_writer_open(&w, fd, h, NULL), REC_E_TOOBIG,
+		       "a header over 1 MiB is refused");
+		tap_is(rec_write(w, &b.it), REC_E_TOOBIG, "and the writer "
+		       "stays failed");
+		rec_writer_close(w);
+		free(big);
+	}
+	tap_is(rec_writer_open(&w, fd, NULL, NULL), REC_E_INVAL,
+	       "no header refused");
+	rec_writer_close(w);
+	rec_writer_close(NULL);
+	rec_header_free(h);
+	close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Corruption */
+
+/* A small valid stream in memory. */
+static unsigned char *small_stream(size_t *len, int level)
+{
+	struct titem t[3];
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd();
+	unsigned char *buf;
+	off_t size;
+
+	rec_writer_open(&w, fd, h, &(rec_writer_opts){ .zstd_level = level });
+	titem_make(&t[0], REC_T_AUDIO, REC_S16, 0, 0, 64, 1, 5);
+	titem_make(&t[1], REC_T_SKIPPED, 0, 1, 0, 0, 0, 3);
+	titem_make(&t[2], REC_T_FEATURES, REC_F32, 2, 0, 4, 8, 7);
+	for (int i = 0; i < 3; i++)
+		rec_write(w, &t[i].it);
+	rec_writer_finish(w);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, 3);
+	size = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)size);
+	if (pread(fd, buf, (size_t)size, 0) != size)
+		exit(99);
+	close(fd);
+	*len = (size_t)size;
+	return buf;
+}
+
+/* Reads a stream from memory to its end; returns the final status. */
+static int read_all(const unsigned char *buf, size_t len, char *detail,
+		    size_t dsize, uint64_t max_data)
+{
+	int fd = temp_fd(), err;
+	rec_reader *r = NULL;
+	rec_item it;
+
+	if (write(fd, buf, len) != (ssize_t)len)
+		exit(99);
+	lseek(fd, 0, SEEK_SET);
+	err = rec_reader_open(&r, fd, &(rec_reader_opts){
+				      .name = "mem", .max_data = max_data });
+	while (err == REC_OK)
+		err = rec_read(r, &it);
+	if (detail)
+		snprintf(detail, dsize, "%s", rec_reader_detail(r));
+	rec_reader_close(r);
+	close(fd);
+	return err;
+}
+
+static void test_corruption(int level)
+{
+	size_t len;
+	unsigned char *s = small_stream(&len, level);
+	char detail[1024];
+	int undetected = 0, unexplained = 0, cut_ok = 0, cut_bad = 0;
+	static const unsigned char masks[] = { 0x01, 0x80, 0xff };
+
+	tap_is(read_all(s, len, NULL, 0, 0), REC_END, "zstd %d: the small "
+	       "stream is valid", level);
+	for (size_t i = 0; i < len; i++)
+		for (size_t m = 0; m < sizeof(masks); m++) {
+			int err;
+
+			s[i] ^= masks[m];
+			err = read_all(s, len, detail, sizeof(detail), 0);
+			s[i] ^= masks[m];
+			if (err >= 0) {
+				undetected++;
+				tap_diag("byte %zu ^ 0x%02x not detected", i,
+					 masks[m]);
+			} else if (strncmp(detail, "mem: record ", 12) != 0 ||
+				   !strstr(detail, " at byte ")) {
+				unexplained++;
+				tap_diag("byte %zu: '%s'", i, detail);
+			}
+		}
+	tap_is(undetected, 0, "zstd %d: every changed byte of %zu is "
+	       "detected", level, len);
+	tap_is(unexplained, 0, "zstd %d: and named with record and byte",
+	       level);
+	for (size_t cut = 0; cut < len; cut++) {
+		int err = read_all(s, cut, NULL, 0, 0);
+
+		cut_ok += err == REC_E_TRUNC;
+		cut_bad += err >= 0;
+	}
+	tap_is(cut_bad, 0, "zstd %d: no truncation passes", level);
+	tap_is(cut_ok, (int)len, "zstd %d: every truncation is REC_E_TRUNC",
+	       level);
+	free(s);
+}
+
+static void test_reader_errors(void)
+{
+	size_t len;
+	unsigned char *s = small_stream(&len, 0), *two;
+	char detail[1024];
+	int err;
+
+	err = read_all(s, len, detail, sizeof(detail), 100);
+	tap_is(err, REC_E_TOOBIG, "a payload over max_data is refused");
+	tap_ok(strstr(detail, "mem: record 1 at byte ") == detail ||
+	       strstr(detail, "mem: record 3 at byte ") == detail,
+	       "naming the record: %s", detail);
+
+	s[len - 70] ^= 0x10; /* the last data record's payload */
+	err = read_all(s, len, detail, sizeof(detail), 0);
+	s[len - 70] ^= 0x10;
+	tap_is(err, REC_E_CRC, "a flipped payload bit is a checksum error");
+	tap_ok(strstr(detail, ": checksum mismatch (stored 0x") != NULL &&
+	       strstr(detail, ", computed 0x") != NULL,
+	       "saying both checksums: %s", detail);
+
+	two = malloc(2 * len);
+	memcpy(two, s, len);
+	memcpy(two + len, s, len);
+	err = read_all(two, 2 * len, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_TRAILING, "two streams run together are refused");
+	tap_ok(strstr(detail, "another stream follows") != NULL, "saying "
+	       "so: %s", detail);
+	err = read_all(two, len + 1, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_TRAILING, "one byte after the trailer is refused");
+	free(two);
+
+	s[6] = 2; /* the header record's version */
+	err = read_all(s, len, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_VERSION, "a newer version is refused");
+	tap_ok(strstr(detail, "version 2") && strstr(detail, "version 1"),
+	       "naming both versions: %s", detail);
+	free(s);
+
+	err = read_all((const unsigned char *)"", 0, detail, sizeof(detail),
+		       0);
+	tap_is(err, REC_E_TRUNC, "empty input is truncated");
+	err = read_all((const unsigned char *)"RIFF....WAVEfmt garbage here",
+		       28, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_MAGIC, "garbage is not a stream");
+}
+
+/* ------------------------------------------------------------------ */
+/* Pipes */
+
+/* The reader went away: the writer gets REC_E_EPIPE, not a signal. */
+static void test_epipe(void)
+{
+	int p[2], err = 0;
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	struct titem t;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe(p) < 0)
+		exit(99);
+	close(p[0]);
+	titem_make(&t, REC_T_AUDIO, REC_S16, 0, 0, 10000, 1, 3);
+	err = rec_writer_open(&w, p[1], h, NULL);
+	for (uint64_t i = 0; i < 1000 && !err; i++) {
+		t.it.clip = i;
+		err = rec_write(w, &t.it);
+	}
+	if (!err)
+		err = rec_writer_finish(w);
+	tap_is(err, REC_E_EPIPE, "a closed pipe gives REC_E_EPIPE");
+	tap_ok(strstr(rec_writer_detail(w), "Broken pipe") != NULL,
+	       "detail: %s", rec_writer_detail(w));
+	tap_is(rec_write(w, &t.it), REC_E_EPIPE, "and stays failed");
+	rec_writer_close(w);
+	rec_header_free(h);
+	free(t.data);
+	close(p[1]);
+}
+
+/* A child dribbles a stream into a pipe in small random pieces; the
+ * reader must put records together across any boundaries. */
+static void test_slow_pipe(void)
+{
+	int fd = temp_fd(), p[2], status;
+	struct titem t[300];
+	size_t n = make_items(t, 290, 1);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_reader *r = NULL;
+	rec_item it;
+	size_t i = 0;
+	int bad = 0, err;
+	pid_t pid;
+
+	rec_writer_open(&w, fd, h, &(rec_writer_opts){ .zstd_level = 1 });
+	for (size_t k = 0; k < n; k++)
+		rec_write(w, &t[k].it);
+	rec_writer_finish(w);
+	rec_writer_close(w);
+	if (pipe(p) < 0)
+		exit(99);
+	pid = fork();
+	if (pid == 0) {
+		static unsigned char buf[40000];
+		ssize_t got;
+
+		close(p[0]);
+		lseek(fd, 0, SEEK_SET);
+		while ((got = read(fd, buf, 1 + rng() % sizeof(buf))) > 0)
+			if (write(p[1], buf, (size_t)got) != got)
+				_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	err = rec_reader_open(&r, p[0], NULL);
+	while (err == REC_OK && (err = rec_read(r, &it)) == REC_OK)
+		bad += i >= n || !items_equal(&it, &t[i++].it);
+	tap_is(err, REC_END, "a stream dribbled through a pipe reads to its "
+	       "end");
+	if (err != REC_END)
+		tap_diag("%s", rec_reader_detail(r));
+	tap_is(bad, 0, "with every record equal");
+	tap_is_u64(i, n, "and all %zu of them", n);
+	waitpid(pid, &status, 0);
+	rec_reader_close(r);
+	rec_header_free(h);
+	free_items(t, n);
+	close(p[0]);
+	close(fd);
+}
+
+int main(void)
+{
+	test_names();
+	test_header_api();
+	test_add_stage();
+	test_round_trip(0, 0);
+	test_round_trip(0, 4096);
+	test_round_trip(3, 0);
+	test_round_trip(1, 70000);
+	test_reserve(0, 0);
+	test_reserve(0, 4096);
+	test_reserve(0, 100000);
+	test_reserve(5, 0);
+	test_empty_stream();
+	test_writer_refusals();
+	test_corruption(0);
+	test_corruption(3);
+	test_reader_errors();
+	test_epipe();
+	test_slow_pipe();
+	return tap_done();
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""segment_check.py IN OUT --stage LEN[,HOP[,pad|drop]] ... - check
+segment's output against a reference made here.
+
+The reference cuts IN the way segment's --help describes it, stage after
+stage (give --stage once per segment stage in the pipeline): windows start
+at 0, HOP, 2*HOP, ...; every window that fits whole is kept; with pad the
+first window that runs past the end (if it starts before the end) is padded
+with zeros; a record with no window becomes a skipped record; skipped
+records pass through; segment indices count within the clip. Then every
+record of OUT must equal the reference's, field by field and byte by byte,
+and OUT's header must be IN's with the segment keys and one stage entry per
+stage. Prints 'ok' or the first difference (exit 1).
+
+segment_check.py --same A B: the two streams have the same data records
+and header pairs, but for the stage entries (whose command lines differ).
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5pack_mkrec as mk  # noqa: E402
+
+FIELDS = ("type", "clip", "offset", "clip_samples", "segment", "label",
+          "sample_rate", "split", "dtype", "dim0", "dim1", "key", "data")
+
+
+def stage_arg(s):
+    parts = s.split(",")
+    length = int(parts[0])
+    hop = int(parts[1]) if len(parts) > 1 and parts[1] else length
+    last = parts[2] if len(parts) > 2 else "pad"
+    assert last in ("pad", "drop")
+    return length, hop, last
+
+
+def window_starts(n, length, hop, last):
+    starts, s = [], 0
+    while s + length <= n:
+        starts.append(s)
+        s += hop
+    if last == "pad" and s < n:
+        starts.append(s)
+    return starts
+
+
+def cut(items, length, hop, last):
+    out, seg, cur = [], 0, None
+    for it in items:
+        if it["type"] == mk.T_SKIPPED:
+            out.append(dict(it))
+            continue
+        if it["clip"] != cur:
+            cur, seg = it["clip"], 0
+        frame = len(it["data"]) // it["dim0"] if it["dim0"] else 0
+        starts = window_starts(it["dim0"], length, hop, last)
+        if not starts:
+            reason = "shorter than one window (%d samples < %d)" % (
+                it["dim0"], length)
+            out.append(dict(it, type=mk.T_SKIPPED, dtype=0, dim0=0, dim1=0,
+                            data=reason.encode()))
+            continue
+        for s in starts:
+            data = it["data"][s * frame:(s + length) * frame]
+            data += bytes(length * frame - len(data))
+            out.append(dict(it, offset=it["offset"] + s, segment=seg,
+                            dim0=length, data=data))
+            seg += 1
+    return out
+
+
+def check_header(got, want_base, stages):
+    got = [(k.decode(), v.decode("utf-8", "surrogateescape"))
+           for k, v in got]
+    base = dict(want_base)
+    for k in ("segment_len", "segment_hop", "segment_last"):
+        length, hop, last = stages[-1]
+        want = {"segment_len": str(length), "segment_hop": str(hop),
+                "segment_last": last}[k]
+        vals = [v for gk, v in got if gk == k]
+        if vals != [want]:
+            return "header %s=%s, want %s" % (k, vals, want)
+    if dict(got).get("producer", "").split(" ")[0] != "segment":
+        return "producer %r" % dict(got).get("producer")
+    in_stages = [v for k, v in want_base if k == "stage"]
+    out_stages = [v for k, v in got if k == "stage"]
+    if out_stages[:len(in_stages)] != in_stages or \
+            len(out_stages) != len(in_stages) + len(stages) or \
+            not all(s.startswith("segment ") for s in
+                    out_stages[len(in_stages):]):
+        return "stage entries %r" % out_stages
+    for k, v in base.items():
+        if k in ("producer", "stage", "segment_len", "segment_hop",
+                 "segment_last"):
+            continue
+        if dict(got).get(k) != v:
+            return "header %s=%r, want %r" % (k, dict(got).get(k), v)
+    return None
+
+
+def same(a, b):
+    pa, ia, _ = mk.read_stream(open(a, "rb").read())
+    pb, ib, _ = mk.read_stream(open(b, "rb").read())
+    if [p for p in pa if p[0] != b"stage"] != \
+            [p for p in pb if p[0] != b"stage"]:
+        return "headers differ"
+    if ia != ib:
+        return "data records differ"
+    return None
+
+
+def main():
+    if sys.argv[1:2] == ["--same"]:
+        err = same(sys.argv[2], sys.argv[3])
+        if err:
+            print("segment_check: %s" % err, file=sys.stderr)
+            sys.exit(1)
+        print("ok")
+        return
+    p = argparse.ArgumentParser()
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--stage", type=stage_arg, action="append",
+                   required=True)
+    a = p.parse_args()
+    pairs, items, _ = mk.read_stream(open(a.input, "rb").read())
+    opairs, oitems, _ = mk.read_stream(open(a.output, "rb").read())
+    for length, hop, last in a.stage:
+        items = cut(items, length, hop, last)
+    base = [(k.decode(), v.decode("utf-8", "surrogateescape"))
+            for k, v in pairs]
+    err = check_header(opairs, base, a.stage)
+    if err is None and len(oitems) != len(items):
+        err = "%d records, want %d" % (len(oitems), len(items))
+    for i, (got, want) in enumerate(zip(oitems, items)):
+        if err:
+            break
+        for f in FIELDS:
+            if got[f] != want[f]:
+                err = "record %d (%r segment %d) %s: %r, want %r" % (
+                    i, want["key"], want["segment"], f,
+                    got[f] if f != "data" else len(got[f]),
+                    want[f] if f != "data" else len(want[f]))
+                break
+    if err:
+        print("segment_check: %s" % err, file=sys.stderr)
+        sys.exit(1)
+    print("ok %d records" % len(oitems))
+
+
+if __name__ == "__main__":
+    main()

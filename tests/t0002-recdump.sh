@@ -1,0 +1,157 @@
+#!/bin/sh
+# recdump: command line, output checked against the independent Python
+# reader (tests/py/rec_check.py), modes, limits and output errors.
+
+test_description='recdump prints and verifies record streams'
+. "$(dirname "$0")/test-lib.sh"
+
+GOLDEN=$TEST_DIRECTORY/golden
+CHECK="$PYTHON $TEST_DIRECTORY/py/rec_check.py"
+
+test_expect_success '--help goes to stdout and exits 0' '
+	recdump --help >out 2>err &&
+	test_grep "^Usage: recdump" out &&
+	test_grep "max-record SIZE" out &&
+	test ! -s err
+'
+
+test_expect_success '--version prints one line' '
+	recdump --version >out &&
+	test $(wc -l <out) = 1 &&
+	test_grep "^recdump (melpipe) [0-9]" out
+'
+
+test_expect_success 'bad command lines exit 2 with a pointer to --help' '
+	test_expect_code 2 recdump --no-such-option </dev/null 2>err &&
+	test_grep "Try .recdump --help." err &&
+	test_expect_code 2 recdump a.rec b.rec 2>err &&
+	test_grep "one input at most" err &&
+	test_expect_code 2 recdump -n 0 </dev/null 2>err &&
+	test_grep "invalid value .0. for --limit" err &&
+	test_expect_code 2 recdump -n x </dev/null 2>err &&
+	test_expect_code 2 recdump --max-record 5X </dev/null 2>err &&
+	test_grep "for --max-record" err
+'
+
+test_expect_success 'a missing file is named with the reason' '
+	test_expect_code 1 recdump nope.rec 2>err &&
+	echo "recdump: unable to open '\''nope.rec'\'': No such file or directory" >expect &&
+	test_cmp expect err
+'
+
+test_expect_success 'stdin by default and with -' '
+	recdump <"$GOLDEN/good-audio-s16.rec" >a &&
+	recdump - <"$GOLDEN/good-audio-s16.rec" >b &&
+	recdump "$GOLDEN/good-audio-s16.rec" >c &&
+	test_cmp a b && test_cmp a c &&
+	test_grep "^trailer records=3 items=2 skipped=1" a
+'
+
+test_expect_success 'each golden stream prints as the Python reader sees it' '
+	for f in "$GOLDEN"/good-*.rec; do
+		recdump "$f" >c.out &&
+		$CHECK "$f" >py.out &&
+		test_cmp py.out c.out || return 1
+	done
+'
+
+test_expect_success '--stats matches numpy over every element type' '
+	for f in "$GOLDEN"/good-*.rec; do
+		recdump --stats "$f" >c.out &&
+		$CHECK --stats "$f" >py.out &&
+		test_cmp py.out c.out || return 1
+	done &&
+	test_grep "nan=1 inf=1" c.out
+'
+
+test_expect_success '--summary totals match the Python reader' '
+	for f in "$GOLDEN"/good-*.rec; do
+		recdump --summary "$f" >c.out &&
+		$CHECK --summary "$f" >py.out &&
+		test_cmp py.out c.out || return 1
+	done
+'
+
+test_expect_success 'generated streams of every dtype and zstd match too' '
+	for d in s16 f32 f16 bf16; do
+		rec-gen -n 30 -t mixed -d $d -s 3 -l 50 >g.rec &&
+		recdump --stats g.rec >c.out &&
+		$CHECK --stats g.rec >py.out &&
+		test_cmp py.out c.out &&
+		rec-gen -n 7 -t features -d $d -l 9 -z 3 >g.rec &&
+		recdump --stats g.rec >c.out &&
+		$CHECK --stats g.rec >py.out &&
+		test_cmp py.out c.out || return 1
+	done
+'
+
+test_expect_success 'strings are escaped so that a record stays one line' '
+	recdump "$GOLDEN/good-odd-values.rec" >out &&
+	test_grep "^header note=tab\\\\there\\\\nnewline$" out &&
+	test_grep "key=\"sp ace/new\\\\nline/\\\\xff\\\\xfe not utf8/\\\\\"q\\\\\".wav\"" out &&
+	test_grep "key=\"caf.*\\.flac\" reason=\"reason with .* and \\\\ttab\"" out &&
+	test $(grep -c "^[0-9]" out) = 4
+'
+
+test_expect_success 'label names come from the header table' '
+	recdump "$GOLDEN/good-audio-s16.rec" >out &&
+	test_grep "^1 audio clip=0 .* label=1(yes) split=training dtype=s16 dims=80x1 key=\"yes/a_nohash_0.wav\"$" out &&
+	test_grep "^3 skipped clip=2 .* reason=\"unable to decode: not an audio file\"$" out
+'
+
+test_expect_success '-q prints nothing for a valid stream' '
+	recdump -q "$GOLDEN/good-features-f16.rec" >out 2>err &&
+	test ! -s out && test ! -s err
+'
+
+test_expect_success '-n stops after N records and says so' '
+	rec-gen -n 10 >g.rec &&
+	recdump -n 3 g.rec >out &&
+	test $(grep -c "^[0-9]* audio" out) = 3 &&
+	test_grep "^stopped after 3 records (--limit)$" out &&
+	! grep "^trailer" out
+'
+
+test_expect_success '-v reports records, bytes and time on stderr' '
+	rec-gen -n 10 >g.rec &&
+	recdump -q -v g.rec 2>err &&
+	test_grep "^recdump: 10 records, $(wc -c <g.rec | tr -d " ") bytes in" err
+'
+
+test_expect_success 'clips missing from a stream are warned about' '
+	rec-gen -n 5 -t mixed >g.rec &&
+	recdump g.rec >out 2>err &&
+	test ! -s err &&
+	rec-copy -n 3 <g.rec >short.rec &&
+	recdump short.rec >out 2>err &&
+	echo "recdump: short.rec: the header announces 5 clips, the records cover 3 (highest index 2)" >expect &&
+	test_cmp expect err &&
+	recdump -q short.rec 2>err &&
+	test ! -s err &&
+	recdump -s short.rec >out &&
+	test_grep "^clips 3$" out
+'
+
+test_expect_success '--max-record refuses bigger payloads before reading them' '
+	rec-gen -n 3 -l 1000 >g.rec &&
+	recdump -q --max-record 1999 g.rec 2>err;
+	test $? = 1 &&
+	test_grep "^recdump: g.rec: record 1 at byte [0-9]*: payload length 2000 over the cap of 1999$" err &&
+	recdump -q --max-record 2000 g.rec &&
+	recdump -q --max-record 2K g.rec
+'
+
+test_expect_success 'a large stream through a pipe, zstd and not' '
+	rec-gen -n 200 -l 100000 -s 2 | recdump -s >out &&
+	test_grep "^type audio 400$" out &&
+	rec-gen -n 200 -l 100000 -z 1 | recdump -q
+'
+
+test_expect_success 'a closed output pipe ends recdump with a message' '
+	rec-gen -n 20000 -l 10 >g.rec &&
+	{ recdump g.rec 2>err; echo $? >rc; } | head -n 1 >/dev/null &&
+	test "$(cat rc)" = 1 &&
+	test_grep "^recdump: unable to write to standard output: Broken pipe" err
+'
+
+test_done

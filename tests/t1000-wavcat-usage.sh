@@ -1,0 +1,171 @@
+#!/bin/sh
+test_description='wavcat: help, version, usage errors, output handling'
+. "$(dirname "$0")/test-lib.sh"
+
+MK="$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py"
+RR="$PYTHON $TEST_DIRECTORY/py/wavcat_readrec.py"
+
+test_expect_success 'set up a few clips' '
+	mkdir -p D/yes D/no &&
+	$MK tone D/yes/a.wav --frames 1600 --seed 1 &&
+	$MK tone D/no/b.wav --frames 1600 --seed 2 &&
+	$MK tone D/no/c.wav --frames 800 --seed 3
+'
+
+test_expect_success '--help: usage on stdout, exit 0, every option named' '
+	wavcat --help >help.out 2>help.err &&
+	test ! -s help.err &&
+	test_grep "^Usage: wavcat" help.out &&
+	for o in --dtype --duration --help --jobs --labels --no-labels \
+		--null --output --quiet --rate --samples --split --strict \
+		--testing-list --validation-list --verbose --version --zstd \
+		hash:V:T @LISTFILE validation_list.txt _nohash_ .flac .wav \
+		.ogg Example; do
+		grep -q -e "$o" help.out || { echo "no $o in --help"; exit 1; }
+	done &&
+	wavcat -h >h.out &&
+	test_cmp help.out h.out
+'
+
+test_expect_success '--help text fits in 80 columns' '
+	wavcat --help | awk "length > 80 { print; bad = 1 } END { exit bad }"
+'
+
+test_expect_success '--version: one line, exit 0' '
+	wavcat --version >v.out &&
+	test $(wc -l <v.out) = 1 &&
+	test_grep "^wavcat (melpipe) [0-9]" v.out &&
+	wavcat -V >v2.out &&
+	test_cmp v.out v2.out
+'
+
+# usage_error ARGS...: exit 2, a message and the pointer to --help.
+usage_error() {
+	test_expect_code 2 wavcat "$@" >u.out 2>u.err &&
+	test ! -s u.out &&
+	test_grep "^wavcat: " u.err >/dev/null &&
+	test_grep "wavcat --help" u.err >/dev/null
+}
+
+test_expect_success 'bad options and values are usage errors (exit 2)' '
+	usage_error --no-such-option D &&
+	usage_error -x D &&
+	usage_error --rate 0 D &&
+	usage_error --rate abc D &&
+	usage_error --rate 800000 D &&
+	usage_error --rate 16000x D &&
+	usage_error --duration 0 D &&
+	usage_error --duration -1 D &&
+	usage_error --duration x D &&
+	usage_error --samples 0 D &&
+	usage_error --samples 1.5 D &&
+	usage_error --dtype f16 D &&
+	usage_error --dtype s32 D &&
+	usage_error --split foo D &&
+	usage_error --split hash:60:50 D &&
+	usage_error --split hash:10 D &&
+	usage_error --split hash:10:x D &&
+	usage_error --split hash:-1:10 D &&
+	usage_error --zstd 0 D &&
+	usage_error --zstd 20 D &&
+	usage_error -j 0 D &&
+	usage_error --jobs x D &&
+	usage_error --duration 1 --samples 5 D &&
+	usage_error --labels l.csv --no-labels D &&
+	usage_error --split none --validation-list v.txt D &&
+	usage_error --split hash:10:10 --testing-list t.txt D &&
+	usage_error --rate
+'
+
+test_expect_success 'no inputs, "-" twice, "@" alone are usage errors' '
+	usage_error &&
+	usage_error --rate 16000 &&
+	usage_error - - </dev/null &&
+	usage_error @
+'
+
+test_expect_success 'the messages name the option and the value' '
+	test_expect_code 2 wavcat --rate 12x D 2>e &&
+	test_grep "12x.*for --rate" e &&
+	test_expect_code 2 wavcat --split hash:70:40 D 2>e &&
+	test_grep "hash:70:40" e
+'
+
+test_expect_success 'a missing input argument fails (exit 1) naming it' '
+	test_expect_code 1 wavcat D nosuch.wav >out 2>err &&
+	test_grep "nosuch.wav" err &&
+	test_grep "No such file or directory" err &&
+	test ! -s out &&
+	test_expect_code 1 wavcat @nosuch.list >out 2>err &&
+	test_grep "nosuch.list" err
+'
+
+test_expect_success 'a folder without audio files fails (exit 1)' '
+	mkdir empty &&
+	echo text >empty/readme.txt &&
+	test_expect_code 1 wavcat empty >out 2>err &&
+	test_grep "no audio files" err
+'
+
+test_expect_success 'refuses to write records to a terminal (exit 2)' '
+	"$PYTHON" -c "
+import os, pty, subprocess, sys
+m, s = pty.openpty()
+p = subprocess.run([\"wavcat\", \"D\"], stdout=s, stderr=subprocess.PIPE,
+                   timeout=60)
+sys.stderr.write(p.stderr.decode())
+sys.exit(0 if p.returncode == 2 and b\"terminal\" in p.stderr else 1)
+"
+'
+
+test_expect_success '-o FILE writes the same records as stdout' '
+	wavcat -q D >stdout.rec &&
+	wavcat -q -o file.rec D >nothing &&
+	test ! -s nothing &&
+	$RR stdout.rec --raw-hash >h1 &&
+	$RR file.rec --raw-hash >h2 &&
+	test_cmp h1 h2 &&
+	wavcat -q --output=file2.rec D &&
+	$RR file2.rec --raw-hash >h3 &&
+	test_cmp h1 h3
+'
+
+test_expect_success '-o FILE is removed when the run fails' '
+	cp D/yes/a.wav bad.wav &&
+	printf "not audio" >D/yes/z.wav &&
+	test_expect_code 1 wavcat --strict -o strict.rec D 2>err &&
+	test_grep "z.wav" err &&
+	test ! -e strict.rec &&
+	rm D/yes/z.wav
+'
+
+test_expect_success 'summary line, and -q silences it' '
+	wavcat D >out.rec 2>err &&
+	test_grep "^wavcat: done 3 clips, skipped 0$" err &&
+	wavcat -q D >out.rec 2>err &&
+	test ! -s err
+'
+
+test_expect_success '-v reports records, bytes and times' '
+	wavcat -v D >out.rec 2>err &&
+	test_grep "3 records, [0-9]* bytes" err &&
+	test_grep "reading and decoding" err &&
+	test_grep "waiting for decoders" err &&
+	test_grep "writing output" err &&
+	test_grep "samples clipped" err &&
+	bytes=$(sed -n "s/.*3 records, \([0-9]*\) bytes.*/\1/p" err) &&
+	test "$bytes" = "$(wc -c <out.rec)"
+'
+
+test_expect_success 'a reader that goes away: exit 1 with a message, no hang' '
+	mkdir -p BIG/x &&
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		$MK tone BIG/x/$i.wav --frames 480000 --seed $i || exit 1
+	done &&
+	{ timeout 60 wavcat -j2 BIG; echo $? >status; } 2>pipe.err |
+		head -c 1000 >/dev/null &&
+	test "$(cat status)" = 1 &&
+	test_grep "unable to write" pipe.err
+'
+
+test_done

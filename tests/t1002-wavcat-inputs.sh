@@ -1,0 +1,266 @@
+#!/bin/sh
+test_description='wavcat: inputs (folders, files, lists, stdin), keys, order,
+odd names, what is never opened'
+. "$(dirname "$0")/test-lib.sh"
+
+MK="$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py"
+RR="$PYTHON $TEST_DIRECTORY/py/wavcat_readrec.py"
+
+# keys STREAM: the keys of the data records, one per line (Python repr)
+keys() {
+	$RR "$1" --records | sed "s/^[0-9]* [a-z]* -\{0,1\}[0-9]* [a-z]* [0-9]* //"
+}
+
+test_expect_success 'set up two folders of clips' '
+	mkdir -p A/yes A/no/deep/er B/yes B/zzz &&
+	$MK tone A/yes/2.wav --frames 800 --seed 1 &&
+	$MK tone A/no/1.flac --frames 800 --seed 2 &&
+	$MK tone A/no/deep/er/3.WAV --frames 800 --seed 3 &&
+	$MK tone A/top.wav --frames 800 --seed 4 &&
+	$MK tone B/yes/1.wav --frames 800 --seed 5 &&
+	$MK tone B/zzz/0.ogg --subtype VORBIS --frames 800 --seed 6 &&
+	$MK tone B/yes/10.aif --format AIFF --frames 800 --seed 7
+'
+
+test_expect_success 'a folder: every audio file, recursively, keys relative' '
+	wavcat -q A >a.rec &&
+	keys a.rec >actual &&
+	cat >expect <<-\EOF &&
+	b'"'"'no/1.flac'"'"'
+	b'"'"'no/deep/er/3.WAV'"'"'
+	b'"'"'top.wav'"'"'
+	b'"'"'yes/2.wav'"'"'
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success 'clip indexes count from 0 in output order' '
+	$RR a.rec --records | cut -d" " -f1 >actual &&
+	printf "0\n1\n2\n3\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'two folders are sorted together (bytewise on keys)' '
+	wavcat -q B A >ab.rec &&
+	keys ab.rec >actual &&
+	cat >expect <<-\EOF &&
+	b'"'"'no/1.flac'"'"'
+	b'"'"'no/deep/er/3.WAV'"'"'
+	b'"'"'top.wav'"'"'
+	b'"'"'yes/1.wav'"'"'
+	b'"'"'yes/10.aif'"'"'
+	b'"'"'yes/2.wav'"'"'
+	b'"'"'zzz/0.ogg'"'"'
+	EOF
+	test_cmp expect actual &&
+	wavcat -q A B >ba.rec &&
+	$RR ab.rec --same-as ba.rec
+'
+
+test_expect_success 'a trailing slash or ./ does not change the keys' '
+	wavcat -q A/ >a2.rec &&
+	$RR a.rec --same-as a2.rec &&
+	(cd A && wavcat -q . >../a3.rec) &&
+	$RR a.rec --same-as a3.rec
+'
+
+test_expect_success 'files named by path keep the path as given as key' '
+	wavcat -q A/yes/2.wav ./B/yes/1.wav >f.rec &&
+	keys f.rec >actual &&
+	cat >expect <<-\EOF &&
+	b'"'"'./B/yes/1.wav'"'"'
+	b'"'"'A/yes/2.wav'"'"'
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success 'a named file needs no audio extension' '
+	cp A/yes/2.wav noext &&
+	wavcat -q noext >n.rec &&
+	keys n.rec >actual &&
+	echo "b'"'"'noext'"'"'" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '@LISTFILE: paths one per line (files and folders)' '
+	printf "A/yes/2.wav\n\nB\r\nA/no/1.flac\n" >list.txt &&
+	wavcat -q @list.txt >l.rec &&
+	keys l.rec >actual &&
+	cat >expect <<-\EOF &&
+	b'"'"'A/no/1.flac'"'"'
+	b'"'"'A/yes/2.wav'"'"'
+	b'"'"'yes/1.wav'"'"'
+	b'"'"'yes/10.aif'"'"'
+	b'"'"'zzz/0.ogg'"'"'
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success '"-": the list on standard input' '
+	printf "A/yes/2.wav\nB\nA/no/1.flac\n" | wavcat -q - >s.rec &&
+	$RR l.rec --same-as s.rec
+'
+
+test_expect_success 'a listed path that is missing is an unusable input' '
+	printf "A/yes/2.wav\nmissing.wav\n" >list2.txt &&
+	wavcat @list2.txt >m.rec 2>err &&
+	test_grep "^wavcat: .missing.wav.: .*No such file or directory" err &&
+	test_grep "done 1 clips, skipped 1" err &&
+	$RR m.rec --records >actual &&
+	test_grep "^1 skipped -1 none 0 b.missing.wav.$" actual
+'
+
+test_expect_success 'hidden files and folders and other files are ignored' '
+	mkdir -p H/yes/.hid H/.git &&
+	$MK tone H/yes/a.wav --frames 100 --seed 8 &&
+	cp H/yes/a.wav H/yes/.b.wav &&
+	cp H/yes/a.wav H/yes/.hid/c.wav &&
+	cp H/yes/a.wav H/.git/d.wav &&
+	cp H/yes/a.wav H/yes/e.txt &&
+	cp H/yes/a.wav H/yes/f.wav.bak &&
+	cp H/yes/a.wav H/yes/noext &&
+	echo "yes/a.wav" >H/validation_list.txt &&
+	echo "read me" >H/README.md &&
+	wavcat -q H >h.rec &&
+	keys h.rec >actual &&
+	echo "b'"'"'yes/a.wav'"'"'" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'extensions in any case; symbolic links to files followed' '
+	mkdir -p L/x &&
+	$MK tone L/x/a.FLAC --format FLAC --frames 100 --seed 9 &&
+	$MK tone L/x/b.Wav --frames 100 --seed 10 &&
+	ln -s ../../A/yes/2.wav L/x/link.wav &&
+	wavcat -q L >lk.rec &&
+	keys lk.rec >actual &&
+	cat >expect <<-\EOF &&
+	b'"'"'x/a.FLAC'"'"'
+	b'"'"'x/b.Wav'"'"'
+	b'"'"'x/link.wav'"'"'
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success 'links to folders not followed; broken links unusable' '
+	ln -s ../A L/dirlink &&
+	ln -s nowhere.wav L/x/broken.wav &&
+	wavcat L >lk2.rec 2>err &&
+	test_grep "dirlink.: not following a symbolic link to a folder" err &&
+	test_grep "x/broken.wav.: broken symbolic link" err &&
+	$RR lk2.rec --records >actual &&
+	test_grep "^2 skipped 0 none 0 b.x/broken.wav.$" actual &&
+	test $(wc -l <actual) = 4
+'
+
+test_expect_success 'a fifo with an audio name is never opened (no hang)' '
+	mkdir -p FI/x &&
+	$MK tone FI/x/a.wav --frames 100 --seed 11 &&
+	mkfifo FI/x/fifo.wav &&
+	mkfifo FI/x/other &&
+	timeout 60 wavcat FI >fi.rec 2>err &&
+	test_grep "fifo.wav.: not a regular file (fifo)" err &&
+	$RR fi.rec --records >actual &&
+	test_grep "^1 skipped 0 none 0 b.x/fifo.wav.$" actual &&
+	test $(wc -l <actual) = 2 &&
+	timeout 60 wavcat FI/x/fifo.wav FI/x/a.wav >fi2.rec 2>err &&
+	test_grep "not a regular file (fifo)" err &&
+	echo FI/x/fifo.wav | timeout 60 wavcat - FI/x/a.wav >fi3.rec 2>err &&
+	test_grep "not a regular file (fifo)" err
+'
+
+test_expect_success 'a socket or a device named as input is never opened' '
+	timeout 60 wavcat /dev/null /dev/zero A/yes/2.wav >dev.rec 2>err &&
+	test_grep "/dev/zero.: not a regular file (character device)" err &&
+	test_grep "/dev/null.: not a regular file (character device)" err &&
+	"$PYTHON" -c "
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.bind(\"sock.wav\")
+" &&
+	timeout 60 wavcat sock.wav A/yes/2.wav >so.rec 2>err &&
+	test_grep "sock.wav.: not a regular file (socket)" err
+'
+
+test_expect_success 'names with spaces, newlines and non-UTF-8 bytes' '
+	mkdir -p "N/a label" &&
+	$MK tone "N/a label/with space.wav" --frames 100 --seed 12 &&
+	"$PYTHON" -c "
+import os, shutil
+src = b\"N/a label/with space.wav\"
+shutil.copy(src, b\"N/a label/new\\nline.wav\")
+shutil.copy(src, b\"N/a label/latin\\xe9\\xff.wav\")
+shutil.copy(src, b\"N/a label/tab\\there.wav\")
+" &&
+	wavcat N >n.rec 2>err &&
+	test_grep "done 4 clips, skipped 0" err &&
+	"$PYTHON" -c "
+import sys
+sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import wavcat_readrec as rr
+h, recs, _ = rr.load(\"n.rec\")
+keys = [r.key for r in recs]
+want = sorted([b\"a label/with space.wav\", b\"a label/new\\nline.wav\",
+               b\"a label/latin\\xe9\\xff.wav\", b\"a label/tab\\there.wav\"])
+assert keys == want, keys
+assert all(r.type == rr.T_AUDIO and r.label == 0 for r in recs)
+assert rr.header_values(h, \"label\") == [\"a label\"]
+"
+'
+
+test_expect_success 'messages escape control bytes in names' '
+	"$PYTHON" -c "
+open(b\"N/a label/bad\\nname.wav\", \"wb\").write(b\"junk\")
+" &&
+	wavcat N >n2.rec 2>err &&
+	test_grep "^wavcat: .N/a label/bad\\\\nname.wav.: unable to decode" err &&
+	test $(wc -l <err) = 2
+'
+
+test_expect_success '-0: NUL-separated lists carry names with newlines' '
+	find N -type f -print0 | wavcat -q -0 - >z.rec &&
+	$RR z.rec --records >actual &&
+	test $(wc -l <actual) = 5 &&
+	test_grep "^[0-9] skipped .*bad.nname.wav" actual &&
+	find N -type f -print0 >nul.list &&
+	wavcat -q --null @nul.list >z2.rec &&
+	$RR z.rec --same-as z2.rec
+'
+
+test_expect_success 'a NUL in a newline-separated list is refused' '
+	printf "A/yes/2.wav\0B\n" >bad.list &&
+	test_expect_code 1 wavcat @bad.list >o 2>err &&
+	test_grep "NUL byte" err
+'
+
+test_expect_success 'the same input twice: both kept, a warning' '
+	wavcat A/yes/2.wav A/yes/2.wav >d.rec 2>err &&
+	test_grep "duplicate key .A/yes/2.wav." err &&
+	$RR d.rec --records >actual &&
+	test $(wc -l <actual) = 2
+'
+
+test_expect_success 'an unreadable subfolder is an unusable input' '
+	if [ "$(id -u)" = 0 ]; then
+		echo "running as root: permissions do not apply, skipped"
+		exit 0
+	fi &&
+	mkdir -p P/ok P/locked &&
+	$MK tone P/ok/a.wav --frames 100 --seed 13 &&
+	$MK tone P/locked/b.wav --frames 100 --seed 14 &&
+	chmod 000 P/locked &&
+	wavcat P >p.rec 2>err;
+	st=$?; chmod 755 P/locked; test $st = 0 &&
+	test_grep "P/locked.: unable to read folder: Permission denied" err &&
+	$RR p.rec --records >actual &&
+	test_grep "skipped -1 none 0 b.locked.$" actual
+'
+
+test_expect_success 'header: clips counts every input, skipped ones too' '
+	$RR lk2.rec --header >h &&
+	test_grep "^clips=4$" h &&
+	$RR fi.rec --header >h &&
+	test_grep "^clips=2$" h
+'
+
+test_done

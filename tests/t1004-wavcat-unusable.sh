@@ -1,0 +1,155 @@
+#!/bin/sh
+test_description='wavcat: unusable inputs are reported, recorded as skipped
+records and counted; the run goes on; --strict stops'
+. "$(dirname "$0")/test-lib.sh"
+
+# libsndfile 1.2 leaks the vorbis_info of an Ogg file it fails to open
+# (the error path of its Ogg Vorbis reader): not wavcat's to free.
+printf "leak:vorbis_info_init\n" >"$TRASH_DIRECTORY/lsan.supp"
+LSAN_OPTIONS="suppressions=$TRASH_DIRECTORY/lsan.supp:print_suppressions=0\
+${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
+
+MK="$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py"
+RR="$PYTHON $TEST_DIRECTORY/py/wavcat_readrec.py"
+
+# kind, file name, the reason expected (an extended regular expression,
+# for grep -E and Python's re)
+cat >kinds <<\EOF
+empty e0.wav empty file \(0 bytes\)
+garbage e1.wav unable to decode: format not recognised
+wav_data_too_big e2.wav data chunk claims 13200 bytes but the file holds 3200
+wav_data_zero e3.wav data chunk size is 0
+wav_odd_length e4.wav data length 3201 is not a whole number of 2-byte frames
+wav_truncated e5.wav data chunk claims 6400 bytes but the file holds 2956
+wav_nan e6.wav NaN or infinite sample at frame 400
+wav_inf e7.wav NaN or infinite sample at frame 400
+wav_channels0 e8.wav no channels \(0\)
+wav_channels300 e9.wav absurd channel count 300 \(over 256\)
+wav_rate0 f0.wav absurd sample rate 0 Hz
+wav_rate_huge f1.wav absurd sample rate 1000000 Hz
+flac_crc f2.flac decoded [0-9]+ of the 48000 frames its header gives
+flac_truncated f3.flac decoded [0-9]+ of the 48000 frames its header gives
+flac_unknown_length f4.flac unknown length \(libsndfile reports SF_COUNT_MAX
+ogg_truncated f5.ogg unknown length
+ogg_garbage_tail f6.ogg (unknown length|unable to decode: .*malformed)
+EOF
+
+test_expect_success 'make one file of each unusable kind among good ones' '
+	mkdir -p U/w &&
+	while read -r kind name reason; do
+		$MK bad $kind U/w/$name || exit 1
+	done <kinds &&
+	$MK tone U/w/a_good.wav --seed 1 &&
+	$MK tone U/w/f4z_good.flac --seed 2 &&
+	$MK tone U/w/zz_good.wav --seed 3 &&
+	test $(ls U/w | wc -l) = 20
+'
+
+test_expect_success 'every unusable input: warned, skipped, run goes on' '
+	wavcat U >u.rec 2>err &&
+	cat err &&
+	while read -r kind name reason; do
+		grep -q -E "^wavcat: .U/w/$name.: $reason" err ||
+		{ echo "no message for $kind"; exit 1; }
+	done <kinds &&
+	test_grep "^wavcat: done 3 clips, skipped 17$" err &&
+	test $(wc -l <err) = 18
+'
+
+test_expect_success 'the stream: a record for every input, reasons carried' '
+	recdump -q u.rec &&
+	"$PYTHON" -c "
+import re, sys
+sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import wavcat_readrec as rr
+h, recs, tr = rr.load(\"u.rec\")
+assert rr.header_values(h, \"clips\") == [\"20\"]
+assert [r.clip for r in recs] == list(range(20))
+assert tr[\"n_skipped\"] == 17 and tr[\"n_items\"] == 3
+want = {}
+for line in open(\"kinds\"):
+    kind, name, reason = line.rstrip(\"\\n\").split(\" \", 2)
+    want[\"w/\" + name] = reason
+for r in recs:
+    k = r.key.decode()
+    if k.endswith(\"_good.wav\") or k.endswith(\"_good.flac\"):
+        assert r.type == rr.T_AUDIO and r.dim0 == 16000, k
+        continue
+    assert r.type == rr.T_SKIPPED, k
+    assert re.match(want[k], r.reason), (k, r.reason)
+    assert r.dtype == 0 and r.dim0 == 0 and r.label == 0, k
+print(\"ok\")
+"
+'
+
+test_expect_success '-q: no messages, the same records' '
+	wavcat -q U >q.rec 2>err &&
+	test ! -s err &&
+	$RR u.rec --same-as q.rec
+'
+
+test_expect_success '--strict: stops at the first, exit 1, no trailer' '
+	test_expect_code 1 wavcat --strict -j 4 U >s.rec 2>err &&
+	test_grep "^wavcat: .U/w/e0.wav.: empty file" err &&
+	test $(wc -l <err) = 1 &&
+	test_must_fail recdump -q s.rec 2>rd.err &&
+	test_must_fail $RR s.rec --records 2>rr.err &&
+	test_grep "truncated" rr.err &&
+	"$PYTHON" -c "
+import sys
+sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import wavcat_readrec as rr
+data = open(\"s.rec\", \"rb\").read()
+# what was written before the stop is whole: the header and clip 0
+try:
+    rr.read_stream(data)
+except rr.BadStream as e:
+    assert \"no trailer\" in str(e), e
+"
+'
+
+test_expect_success '--strict with good inputs only: a normal stream' '
+	wavcat -q --strict U/w/a_good.wav U/w/zz_good.wav >ok.rec &&
+	recdump -q ok.rec
+'
+
+test_expect_success 'with --rate the unusable inputs are the same' '
+	wavcat -q --rate 8000 U >r.rec &&
+	$RR r.rec --records >actual &&
+	test $(grep -c skipped actual) = 17 &&
+	test $(grep -c " audio " actual) = 3
+'
+
+test_expect_success 'a clip too long for a record is skipped, not allocated' '
+	"$PYTHON" -c "
+import struct
+n = (1 << 27) + 1          # one sample more than 256 MiB of s16 holds
+with open(\"long.wav\", \"wb\") as f:
+    fmt = struct.pack(\"<HHIIHH\", 1, 1, 16000, 32000, 2, 16)
+    f.write(b\"RIFF\" + struct.pack(\"<I\", 36 + 2 * n) + b\"WAVE\" +
+            b\"fmt \" + struct.pack(\"<I\", 16) + fmt +
+            b\"data\" + struct.pack(\"<I\", 2 * n))
+    f.truncate(44 + 2 * n)  # sparse: no disk used
+" &&
+	cp U/w/a_good.wav short.wav &&
+	wavcat --rate 16000 long.wav short.wav >l.rec 2>err &&
+	test_grep "long.wav.: too long: 134217729 samples" err &&
+	test_grep "more than a record holds (134217728); give --duration" err &&
+	$RR l.rec --records >actual &&
+	test_grep "^0 skipped" actual &&
+	test_grep "^1 audio" actual
+'
+
+test_expect_success 'clips of silence and tiny clips are kept' '
+	$MK silence Z/silent.wav --frames 16000 2>/dev/null ||
+	{ mkdir Z && $MK silence Z/silent.wav --frames 16000; } &&
+	"$PYTHON" -c "
+import numpy as np, soundfile as sf
+sf.write(\"Z/one.wav\", np.array([0.25]), 16000, subtype=\"PCM_16\")
+" &&
+	wavcat --rate 8000 Z >z.rec 2>err &&
+	test_grep "done 2 clips, skipped 0" err
+'
+
+test_done

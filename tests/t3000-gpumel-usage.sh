@@ -1,0 +1,199 @@
+#!/bin/sh
+test_description='gpumel: options, usage errors, devices, bad streams'
+. "$(dirname "$0")/test-lib.sh"
+
+MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
+SMALL="--device cpu --n-fft 256 --n-mels 16"
+
+test_expect_success 'make a small stream' '
+	$MK --n 6 --len 300:2000 --rate 16000 --seed 1 >in.rec
+'
+
+test_expect_success '--help goes to stdout and exits 0' '
+	gpumel --help >help.out 2>help.err &&
+	test_grep "^Usage: gpumel" help.out &&
+	test_grep "preset" help.out &&
+	test_grep "top-db" help.out &&
+	test ! -s help.err
+'
+
+test_expect_success '--version prints one line' '
+	gpumel --version >v.out &&
+	test $(wc -l <v.out) = 1 &&
+	test_grep "^gpumel (melpipe) " v.out
+'
+
+# Each bad command line: exit 2, a message naming the option, the hint.
+while read -r args; do
+	test_expect_success "usage error: $args" "
+		test_expect_code 2 gpumel $args in.rec >out 2>err &&
+		test ! -s out &&
+		test_grep \"^gpumel: \" err &&
+		test_grep \"Try 'gpumel --help'\" err
+	"
+done <<'EOF'
+--no-such-option
+--n-fft 0
+--n-fft abc
+--n-fft 512x
+--win-length 600 --n-fft 512
+--win-length 0
+--hop 0
+--window blackman
+--pad-mode edge
+--n-mels 0
+--fmin -1
+--fmin 500 --fmax 400
+--mel-scale mel
+--norm l2
+--power 3
+--log log10
+--amin 0
+--top-db -1
+--log ln --top-db 80
+--dtype s16
+--device gpu
+--device cuda:x
+--preset keras
+--batch 0
+-j 0
+in.rec
+EOF
+
+test_expect_success 'the bad value is named in the message' '
+	test_expect_code 2 gpumel --window blackman in.rec >out 2>err &&
+	test_grep "blackman" err &&
+	test_grep "hann, hamming or rect" err
+'
+
+test_expect_success 'refuses to write records to a terminal' '
+	script -qec "gpumel $SMALL in.rec" /dev/null >tty.out 2>&1
+	test $? = 2 &&
+	test_grep "terminal" tty.out
+'
+
+test_expect_success '--device cpu: no notice' '
+	gpumel $SMALL in.rec >out.rec 2>err &&
+	! grep "no usable GPU" err
+'
+
+have_cuda_so() {
+	test -f "$MELPIPE_BIN/gpumel-cuda.so" && test_have_prereq GPU
+}
+
+test_expect_success '--device auto without a usable GPU: one-line notice' '
+	if have_cuda_so; then
+		echo "a GPU is usable here: nothing to check"
+	else
+		gpumel --device auto --n-fft 256 --n-mels 16 in.rec \
+			>out.rec 2>err &&
+		grep "no usable GPU" err >notice &&
+		test $(wc -l <notice) = 1 &&
+		test_grep \
+			"^gpumel: no usable GPU (.*); using the CPU backend$" \
+			notice &&
+		test $(wc -l <err) = 2 &&
+		test_grep "^gpumel: done 6" err
+	fi
+'
+
+test_expect_success 'auto is the default; -q silences the notice' '
+	if have_cuda_so; then
+		echo "a GPU is usable here: nothing to check"
+	else
+		gpumel --n-fft 256 --n-mels 16 in.rec >out.rec 2>err &&
+		test_grep "no usable GPU" err &&
+		gpumel -q --n-fft 256 --n-mels 16 in.rec >out.rec 2>err &&
+		test ! -s err
+	fi
+'
+
+test_expect_success '--device cuda without a usable GPU fails with a reason' '
+	if have_cuda_so; then
+		echo "a GPU is usable here: nothing to check"
+	else
+		test_expect_code 1 gpumel --device cuda in.rec >out 2>err &&
+		test_grep "^gpumel: no usable GPU for --device cuda: ." err &&
+		test ! -s out &&
+		test_expect_code 1 gpumel --device cuda:3 in.rec >out 2>err &&
+		test_grep "cuda:3" err
+	fi
+'
+
+test_expect_success '--fmax above the stream Nyquist frequency: exit 1' '
+	test_expect_code 1 gpumel $SMALL --fmax 9000 in.rec >out 2>err &&
+	test_grep "fmax 9000" err &&
+	test_grep "8000" err &&
+	gpumel $SMALL --fmax 8000 in.rec >out.rec
+'
+
+test_expect_success '--fmin above the default fmax: exit 1' '
+	test_expect_code 1 gpumel $SMALL --fmin 8500 in.rec >out 2>err &&
+	test_grep "fmin" err
+'
+
+test_expect_success 'a missing input file: exit 1, named' '
+	test_expect_code 1 gpumel $SMALL nosuch.rec >out 2>err &&
+	test_grep "nosuch.rec" err
+'
+
+test_expect_success 'not a record stream: exit 1' '
+	printf "RIFF....WAVEfmt this is not a stream" >bad.rec &&
+	test_expect_code 1 gpumel $SMALL bad.rec >out 2>err &&
+	test_grep "^gpumel: " err
+'
+
+test_expect_success 'a features stream as input: exit 1 naming the kind' '
+	gpumel $SMALL in.rec >feat.rec &&
+	test_expect_code 1 gpumel $SMALL feat.rec >out 2>err &&
+	test_grep "features" err
+'
+
+test_expect_success 'a truncated stream: exit 1 and an output without trailer' '
+	size=$(wc -c <in.rec) &&
+	head -c $((size - 100)) in.rec >trunc.rec &&
+	test_expect_code 1 gpumel $SMALL trunc.rec >trunc.out 2>err &&
+	test_grep "trunc" err &&
+	test_must_fail "$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump \
+		trunc.out
+'
+
+test_expect_success 'a closed output: exit 1 with a message, no crash' '
+	$MK --n 400 --len 20000:20000 --seed 2 >big.rec &&
+	{ gpumel $SMALL --hop 16 big.rec 2>pipe.err; echo $? >rc; } |
+		head -c 1000 >/dev/null &&
+	test "$(cat rc)" = 1 &&
+	test_grep "^gpumel: " pipe.err
+'
+
+test_expect_success '-o FILE writes the stream there; - reads stdin' '
+	gpumel $SMALL -o file.rec - <in.rec &&
+	gpumel $SMALL <in.rec >stdout.rec &&
+	"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump file.rec >a &&
+	"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump stdout.rec >b &&
+	test_cmp a b &&
+	test $(wc -l <a) = 6
+'
+
+test_expect_success '-o to an unwritable place: exit 1, named' '
+	test_expect_code 1 gpumel $SMALL -o nodir/x.rec in.rec 2>err &&
+	test_grep "nodir/x.rec" err
+'
+
+test_expect_success '-v reports records, bytes, times and the backend' '
+	gpumel -v $SMALL in.rec >out.rec 2>err &&
+	test_grep "cpu: fftw3f" err &&
+	test_grep "read 6 records" err &&
+	test_grep "waiting for input" err &&
+	test_grep "^gpumel: done 6, skipped 0" err
+'
+
+test_expect_success 'an empty stream gives an empty features stream' '
+	$MK --n 0 >empty.rec &&
+	gpumel $SMALL empty.rec >empty.out 2>err &&
+	"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump empty.out >d &&
+	test ! -s d &&
+	test_grep "done 0, skipped 0" err
+'
+
+test_done

@@ -1,0 +1,95 @@
+#!/bin/sh
+test_description='h5pack: help, usage errors, terminals and progress'
+. "$(dirname "$0")/test-lib.sh"
+
+MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
+PTY="$PYTHON $TEST_DIRECTORY/py/h5pack_pty.py"
+
+test_expect_success 'set up a stream' '
+	$MK --clips 3000 --rows 1:2 --seed 2 >f.rec
+'
+
+test_expect_success '--help: usage on stdout, exit 0, every option named' '
+	h5pack --help >help.out 2>help.err &&
+	test ! -s help.err &&
+	test_grep "^Usage: h5pack -o OUT.h5" help.out &&
+	for o in --compress --chunk-size --no-clobber --output --quiet \
+		--verbose --help --version gzip zstd 32015 hdf5plugin \
+		HDF5_PLUGIN_PATH formats/hdf5.md training validation testing \
+		/clips /skipped Example "Exit status"; do
+		grep -q -e "$o" help.out || { echo "no $o in --help"; exit 1; }
+	done &&
+	h5pack -h >h.out &&
+	test_cmp help.out h.out &&
+	h5pack --help | awk "length > 80 { print; bad = 1 } END { exit bad }"
+'
+
+test_expect_success '--version: one line, exit 0' '
+	h5pack --version >v.out &&
+	test $(wc -l <v.out) = 1 &&
+	test_grep "^h5pack (melpipe) [0-9]" v.out &&
+	h5pack -V >v2.out &&
+	test_cmp v.out v2.out
+'
+
+usage_error() {
+	test_expect_code 2 h5pack "$@" <f.rec >u.out 2>u.err &&
+	test ! -s u.out &&
+	test_grep "^h5pack: " u.err >/dev/null &&
+	test_grep "h5pack --help" u.err >/dev/null
+}
+
+test_expect_success 'bad options and values are usage errors (exit 2)' '
+	usage_error &&
+	usage_error -o "" &&
+	usage_error -o x.h5 f.rec f.rec &&
+	usage_error -o x.h5 --compress lz4 &&
+	usage_error -o x.h5 --compress "" &&
+	usage_error -o x.h5 --compress none:1 &&
+	usage_error -o x.h5 --compress gzip:0 &&
+	usage_error -o x.h5 --compress gzip:10 &&
+	usage_error -o x.h5 --compress gzip: &&
+	usage_error -o x.h5 --compress zstd:0 &&
+	usage_error -o x.h5 --compress zstd:23 &&
+	usage_error -o x.h5 --compress zstd:x &&
+	usage_error -o x.h5 --compress zstdd &&
+	usage_error -o x.h5 --chunk-size 10 &&
+	usage_error -o x.h5 --chunk-size 17M &&
+	usage_error -o x.h5 --chunk-size 1Q &&
+	usage_error -o x.h5 --no-such-option &&
+	usage_error -o &&
+	test ! -e x.h5
+'
+
+test_expect_success 'refuses to read records from a terminal (exit 2)' '
+	test_expect_code 2 $PTY --stdout-pty -- sh -c "h5pack -o t.h5 <&1" \
+		>tty.out 2>tty.err &&
+	test_grep "refusing to read records from a terminal" tty.err &&
+	test ! -e t.h5
+'
+
+test_expect_success 'progress on a terminal: clips of expected, rate, ETA' '
+	$PTY --stderr-pty --stdin f.rec --pieces 20 --delay 0.1 -- \
+		h5pack -o p.h5 >pty.out &&
+	test -s p.h5 &&
+	tr "\r" "\n" <pty.out >lines &&
+	test_grep "^h5pack: [0-9]*/3000 clips ([0-9]*%), [0-9]* rows, [0-9]* clips/s, ETA [0-9]*:[0-9][0-9]" lines &&
+	test_grep "h5pack: wrote .p.h5.: " lines
+'
+
+test_expect_success 'no progress with -q, even on a terminal' '
+	$PTY --stderr-pty --stdin f.rec --pieces 20 --delay 0.1 -- \
+		h5pack -q -o q.h5 >pty.out &&
+	test ! -s pty.out
+'
+
+test_expect_success 'without a clips count: clips done and rate, no ETA' '
+	$MK --clips 3000 --no-clips --seed 2 >nc.rec &&
+	$PTY --stderr-pty --stdin nc.rec --pieces 20 --delay 0.1 -- \
+		h5pack -o nc.h5 >pty.out &&
+	tr "\r" "\n" <pty.out >lines &&
+	test_grep "^h5pack: [0-9]* clips, [0-9]* rows" lines &&
+	! grep -q ETA lines
+'
+
+test_done

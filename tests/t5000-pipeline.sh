@@ -1,0 +1,93 @@
+#!/bin/sh
+test_description='the four stages end to end'
+. "$(dirname "$0")/test-lib.sh"
+
+PIPE_W="wavcat --rate 4096 --duration 2 DATA/"
+PIPE_S="segment --len 512 --hop 512"
+PIPE_G="gpumel --device cpu --n-fft 512 --hop 512 --n-mels 32 --no-center --dtype f32"
+
+test_expect_success 'make a small labelled dataset' '
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" DATA --labels 3 \
+		--per-label 6 --seconds 2 &&
+	test $(find DATA -name "*.wav" | wc -l) = 18
+'
+
+test_expect_success 'the issue command gives every clip, window, label and split' '
+	$PIPE_W | $PIPE_S | $PIPE_G | h5pack -o out.h5 &&
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_check.py" DATA out.h5 \
+		--len 512 --hop 512 >check.out &&
+	cat check.out &&
+	test_grep "18 clips" check.out
+'
+
+test_expect_success 'a stage swapped for its recorded stream gives the same dataset' '
+	$PIPE_W >clips.rec &&
+	$PIPE_S <clips.rec >segs.rec &&
+	$PIPE_G <segs.rec >feats.rec &&
+	recdump -q feats.rec &&
+	h5pack -o replay.h5 <feats.rec &&
+	"$PYTHON" -c "
+import h5py, numpy as np, sys
+a, b = h5py.File(\"out.h5\"), h5py.File(\"replay.h5\")
+for g in (\"training\", \"validation\", \"testing\"):
+    for d in (\"features\", \"label\", \"clip\", \"segment\", \"offset\"):
+        if not np.array_equal(a[g][d][()], b[g][d][()]):
+            sys.exit(g + \"/\" + d + \" differs\")
+"
+'
+
+test_expect_success 'two segment stages in a row: 1024-sample windows cut into 512' '
+	$PIPE_W | segment --len 1024 --hop 1024 | $PIPE_S | $PIPE_G |
+		h5pack -o two.h5 &&
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_check.py" DATA two.h5 \
+		--len 512 --hop 512
+'
+
+test_expect_success 'two stages with overlapping first windows: 2048/1024 then 512/256' '
+	$PIPE_W | segment --len 2048 --hop 1024 | segment --len 512 --hop 256 |
+		$PIPE_G | h5pack -o overlap.h5 &&
+	"$PYTHON" -c "
+import h5py, numpy as np, sys
+f = h5py.File(\"overlap.h5\")
+clip = np.concatenate([f[g][\"clip\"][()] for g in (\"training\", \"validation\", \"testing\")])
+seg = np.concatenate([f[g][\"segment\"][()] for g in (\"training\", \"validation\", \"testing\")])
+off = np.concatenate([f[g][\"offset\"][()] for g in (\"training\", \"validation\", \"testing\")])
+# 8192 samples: parents at 0, 1024, ..., 7168 (the last padded), each cut
+# into children at 0, 256, ..., 1792 (the last padded): 8 x 8 per clip.
+want_off = sorted(p + c for p in range(0, 8192, 1024) for c in range(0, 2048, 256))
+for c in np.unique(clip):
+    s, o = seg[clip == c], off[clip == c]
+    if list(s) != list(range(64)) or sorted(o) != want_off:
+        sys.exit(\"clip %d: segments %s offsets %s\" % (c, s, o))
+if len(np.unique(clip)) != 18:
+    sys.exit(\"clips: %d\" % len(np.unique(clip)))
+"
+'
+
+test_expect_success 'an unusable input is listed in /skipped and the run goes on' '
+	cp -R DATA BAD &&
+	printf "this is not audio" >BAD/word1/broken_nohash_0.wav &&
+	wavcat --rate 4096 --duration 2 BAD/ 2>wavcat.err | $PIPE_S | $PIPE_G |
+		h5pack -o bad.h5 &&
+	test_grep "broken_nohash_0.wav" wavcat.err &&
+	"$PYTHON" -c "
+import h5py, sys
+f = h5py.File(\"bad.h5\")
+p = [x.decode() for x in f[\"skipped\"][\"path\"][()]]
+sys.exit(0 if p == [\"word1/broken_nohash_0.wav\"] else str(p))
+"
+'
+
+test_expect_success 'a failing stage leaves no dataset and fails the pipeline' '
+	cp out.h5 keep.h5 &&
+	cat >fail.sh <<-\EOS &&
+	set -o pipefail 2>/dev/null || exit 0
+	wavcat --rate 4096 --duration 2 DATA/ | head -c 100000 |
+		segment --len 512 --hop 512 | h5pack -o out.h5
+	EOS
+	test_must_fail bash fail.sh 2>fail.err &&
+	cmp out.h5 keep.h5 &&
+	test -z "$(ls -A | grep "^\.out\.h5")"
+'
+
+test_done

@@ -1,0 +1,133 @@
+#!/bin/sh
+test_description='gpumel CUDA backend: the build, what it exports, how it
+fails without a GPU, and the kernels arithmetic run on the CPU'
+. "$(dirname "$0")/test-lib.sh"
+
+SO=$MELPIPE_BIN/gpumel-cuda.so
+if ! test -f "$SO"; then
+	cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
+	say "1..0 # SKIP gpumel-cuda.so not built (no nvcc, CUDA=0 or SAN=1)"
+	exit 0
+fi
+MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
+CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
+
+test_expect_success 'the .so exports mel_cuda_open and the bench hook only' '
+	nm -D --defined-only "$SO" | awk "{ print \$3 }" | sort >syms &&
+	printf "%s\n" mel_cuda_open mel_cuda_time_kernels >expect &&
+	test_cmp expect syms
+'
+
+test_expect_success 'cuFFT dynamic, CUDA runtime static, loaded for good' '
+	readelf -d "$SO" >dyn &&
+	test_grep "NEEDED.*libcufft\.so" dyn &&
+	test_must_fail grep -q "libcudart" dyn &&
+	test_grep "NODELETE" dyn
+'
+
+test_expect_success 'kernel arithmetic on the CPU within 0.01 dB of float64' '
+	gpumel-cuda-bench --emu >emu.out || { cat emu.out; false; } &&
+	cat emu.out &&
+	test_must_fail grep -q "^FAIL" emu.out &&
+	test $(grep -c "^ok   emu" emu.out) -ge 20
+'
+
+test_expect_success 'an unknown MELPIPE_CUDA_FFT is refused by name' '
+	test_expect_code 1 env MELPIPE_CUDA_FFT=fast \
+		gpumel-cuda-bench --probe "$SO" >bad.out &&
+	test_grep "MELPIPE_CUDA_FFT=.fast.: use auto, fused or cufft" bad.out
+'
+
+test_expect_success 'a stream to compute' '
+	$MK --n 24 --len 1:5000 --dtype mixed --skip 4 --seed 3 >in.rec
+'
+
+if test_have_prereq GPU; then
+	test_expect_success GPU 'the backend opens on this GPU' '
+		gpumel-cuda-bench --probe "$SO" >probe.out &&
+		cat probe.out &&
+		test_grep "^open ok: cuda:[0-9]*: " probe.out
+	'
+else
+	test_expect_success 'without a GPU the backend does not open, says why' '
+		test_expect_code 1 gpumel-cuda-bench --probe "$SO" >probe.out &&
+		cat probe.out &&
+		test_grep "^open failed: .*[Cc][Uu][Dd][Aa]" probe.out
+	'
+
+	test_expect_success 'without a GPU --device cuda is an error saying why' '
+		test_expect_code 1 gpumel --device cuda in.rec >out.rec 2>err &&
+		cat err &&
+		test_grep "no usable GPU for --device cuda: ." err
+	'
+
+	test_expect_success 'without a GPU --device auto falls back to the CPU' '
+		gpumel --device auto in.rec >auto.rec 2>err &&
+		test_grep "using the CPU backend" err &&
+		gpumel -q --device cpu in.rec >cpu.rec &&
+		$CMP same auto.rec cpu.rec
+	'
+fi
+
+# The backend's host code on a CUDA runtime that runs on the CPU
+# (tools/gpumel/cuda_mock.cu, built by make test-helpers).
+MOCK=$TOP/build/obj/cuda/gpumel-cuda-mock.so
+if test -f "$MOCK"; then
+	test_expect_success 'mock runtime: the bench grid, graphs, cuFFT chunks' '
+		MELPIPE_MOCK_STATS=1 MELPIPE_CUDA_CHUNK=13 \
+			gpumel-cuda-bench --parity "$MOCK" >mock.out 2>stats ||
+		{ cat mock.out stats; false; } &&
+		cat mock.out stats &&
+		test_must_fail grep -q "^FAIL" mock.out &&
+		test $(grep -c "^ok   gpu" mock.out) -ge 40 &&
+		test_grep "cuda mock: [1-9][0-9]* captures, [1-9][0-9]* graph" \
+			stats
+	'
+
+	test_expect_success 'mock runtime: gpumel in a folder with it' '
+		cp "$MELPIPE_BIN/gpumel" ./gpumel &&
+		cp "$MOCK" ./gpumel-cuda.so &&
+		$MK --n 30 --len 1:12000 --lens 12000,1,2,512,513 \
+			--dtype mixed --skip 3 --seed 5 >m.rec
+	'
+
+	# mock_vs_cpu NAME [gpumel options]: the mock GPU run (both FFT
+	# paths) against the CPU backend, as t6100 does on a GPU
+	mock_vs_cpu() {
+		name=$1
+		shift
+		./gpumel -q --device cpu "$@" m.rec >"$name.cpu" &&
+		./gpumel -q --device cuda "$@" m.rec >"$name.gpu" &&
+		$CMP close "$name.gpu" "$name.cpu" --input m.rec &&
+		MELPIPE_CUDA_FFT=cufft MELPIPE_CUDA_CHUNK=9 \
+			./gpumel -q --device cuda "$@" m.rec >"$name.cufft" &&
+		$CMP close "$name.cufft" "$name.cpu" --input m.rec
+	}
+
+	test_expect_success 'mock runtime: gpumel --device cuda equals cpu' '
+		mock_vs_cpu a --n-fft 512 --hop 160 --top-db 60 --dtype f16 &&
+		mock_vs_cpu b --preset torchaudio --batch 5 &&
+		mock_vs_cpu c --n-fft 511 --hop 100 --log none --dtype f32 &&
+		mock_vs_cpu d --n-fft 64 --hop 16 --pad-mode reflect \
+			--n-mels 16 --log ln --dtype bf16 --batch 3
+	'
+
+	test_expect_success 'mock runtime: out of GPU memory is said so' '
+		test_expect_code 1 env MELPIPE_MOCK_FAIL_MALLOC=9 \
+			./gpumel --device cuda m.rec >x.rec 2>err &&
+		cat err &&
+		test_grep "out of GPU memory: cudaMalloc of [0-9]* bytes for" err
+	'
+
+	test_expect_success 'mock runtime: no device, or not that one' '
+		test_expect_code 1 env MELPIPE_MOCK_DEVICES=0 \
+			./gpumel --device cuda m.rec >x.rec 2>err &&
+		test_grep "no usable GPU.*no CUDA-capable device" err &&
+		test_expect_code 1 ./gpumel --device cuda:3 m.rec >x.rec 2>err &&
+		test_grep "CUDA device 3 does not exist (1 found)" err &&
+		MELPIPE_MOCK_DEVICES=0 ./gpumel --device auto m.rec >y.rec 2>err &&
+		test_grep "using the CPU backend" err
+	'
+fi
+
+test_done

@@ -1,0 +1,128 @@
+#!/bin/sh
+test_description='gpumel --device cuda against --device cpu on the same
+streams, over a grid of options and both FFT paths (needs a GPU)'
+. "$(dirname "$0")/test-lib.sh"
+
+SO=$MELPIPE_BIN/gpumel-cuda.so
+if ! test -f "$SO"; then
+	cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
+	say "1..0 # SKIP gpumel-cuda.so not built (no nvcc, CUDA=0 or SAN=1)"
+	exit 0
+fi
+MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
+CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
+
+# gpu_vs_cpu NAME IN [gpumel options]: the GPU's features (fused FFT where
+# n_fft allows, and through cuFFT in chunks of 1000 frames) equal the CPU
+# backend's within 0.01 dB (or its equivalent; f16/bf16 within their
+# rounding; values below float32 resolution only as small).
+gpu_vs_cpu() {
+	name=$1 in=$2
+	shift 2
+	gpumel -q --device cpu "$@" "$in" >"$name.cpu" &&
+	gpumel -q --device cuda "$@" "$in" >"$name.gpu" &&
+	$CMP close "$name.gpu" "$name.cpu" --input "$in" &&
+	MELPIPE_CUDA_FFT=cufft MELPIPE_CUDA_CHUNK=1000 \
+		gpumel -q --device cuda "$@" "$in" >"$name.cufft" &&
+	$CMP close "$name.cufft" "$name.cpu" --input "$in"
+}
+
+test_expect_success GPU 'the backend opens on the GPU' '
+	gpumel-cuda-bench --probe "$SO" >probe.out &&
+	cat probe.out &&
+	test_grep "^open ok: cuda:" probe.out
+'
+
+test_expect_success GPU 'the bench grid: within 0.01 dB of float64' '
+	gpumel-cuda-bench --parity "$SO" >parity.out ||
+	{ cat parity.out; false; } &&
+	cat parity.out &&
+	test_must_fail grep -q "^FAIL" parity.out &&
+	test $(grep -c "^ok   gpu" parity.out) -ge 40
+'
+
+test_expect_success GPU 'streams: mixed input types, seeds shape, short' '
+	$MK --n 40 --len 1:30000 --lens 30000,1,2,255,256,511,512,513 \
+		--dtype mixed --skip 5,9 --seed 21 >mixed.rec &&
+	$MK --n 20000 --len 512:512 --dtype s16 --rate 4096 --seed 22 \
+		>seeds.rec &&
+	$MK --n 300 --len 1:200 --lens 200 --dtype f32 --rate 8000 --seed 23 \
+		>short.rec
+'
+
+test_expect_success GPU 'the seeds command: 512/512, 32 mels, no centre, f16' '
+	gpu_vs_cpu seeds seeds.rec --n-fft 512 --hop 512 --n-mels 32 \
+		--no-center --dtype f16
+'
+
+test_expect_success GPU '--preset librosa (n_fft 2048, top_db 80)' '
+	gpu_vs_cpu librosa mixed.rec --preset librosa
+'
+
+test_expect_success GPU '--preset torchaudio (n_fft 400: cuFFT)' '
+	gpu_vs_cpu torch mixed.rec --preset torchaudio
+'
+
+test_expect_success GPU 'short window, hamming, magnitude dB, reflect, bf16' '
+	gpu_vs_cpu kws mixed.rec --n-fft 512 --win-length 400 --hop 160 \
+		--window hamming --pad-mode reflect --power 1 --n-mels 40 \
+		--fmin 20 --fmax 7600 --top-db 60 --dtype bf16
+'
+
+test_expect_success GPU 'ln, htk, no norm, rect window' '
+	gpu_vs_cpu ln mixed.rec --n-fft 1024 --hop 256 --log ln \
+		--mel-scale htk --norm none --window rect --dtype f32
+'
+
+test_expect_success GPU 'odd n_fft, no log, hop > n_fft' '
+	gpu_vs_cpu odd mixed.rec --n-fft 511 --win-length 500 --hop 600 \
+		--log none --n-mels 20 --dtype f32
+'
+
+test_expect_success GPU 'records shorter than the reflect padding' '
+	gpu_vs_cpu short short.rec --n-fft 64 --hop 16 --n-mels 16 \
+		--pad-mode reflect --top-db 40 --dtype f32
+'
+
+test_expect_success GPU 'n_fft 4096, the largest fused size' '
+	gpu_vs_cpu big mixed.rec --n-fft 4096 --hop 1024 --n-mels 128 \
+		--no-center --dtype f32
+'
+
+test_expect_success GPU 'f16 and bf16 are the GPU f32 output rounded' '
+	gpumel -q --device cuda --top-db 80 mixed.rec >r32.rec &&
+	gpumel -q --device cuda --top-db 80 --dtype f16 mixed.rec >r16.rec &&
+	gpumel -q --device cuda --top-db 80 --dtype bf16 mixed.rec >rb16.rec &&
+	$CMP cast r32.rec r16.rec &&
+	$CMP cast r32.rec rb16.rec
+'
+
+test_expect_success GPU 'CUDA graphs on or off: the same bits' '
+	gpumel -q --device cuda --n-fft 512 --hop 512 --n-mels 32 \
+		--no-center --dtype f16 --batch 2000 seeds.rec >g1.rec &&
+	MELPIPE_CUDA_GRAPH=0 gpumel -q --device cuda --n-fft 512 --hop 512 \
+		--n-mels 32 --no-center --dtype f16 --batch 2000 seeds.rec \
+		>g0.rec &&
+	$CMP same g1.rec g0.rec
+'
+
+test_expect_success GPU 'batch size does not change the features' '
+	gpumel -q --device cuda --n-fft 1024 --hop 256 mixed.rec >b0.rec &&
+	gpumel -q --device cuda --n-fft 1024 --hop 256 --batch 1 mixed.rec \
+		>b1.rec &&
+	gpumel -q --device cuda --n-fft 1024 --hop 256 --batch 7 mixed.rec \
+		>b7.rec &&
+	$CMP same b0.rec b1.rec &&
+	$CMP same b0.rec b7.rec &&
+	MELPIPE_CUDA_FFT=cufft gpumel -q --device cuda --n-fft 1024 \
+		--hop 256 --batch 3 mixed.rec >c3.rec &&
+	$CMP close c3.rec b0.rec --input mixed.rec
+'
+
+test_expect_success GPU 'a GPU that does not exist is an error naming it' '
+	test_expect_code 1 gpumel --device cuda:99 mixed.rec >x.rec 2>err &&
+	cat err &&
+	test_grep "CUDA device 99 does not exist" err
+'
+
+test_done

@@ -1,0 +1,123 @@
+# test-lib.sh - a small test library in the manner of git's t/test-lib.sh.
+#
+# A test script sets test_description, sources this file, runs
+# test_expect_success blocks and ends with test_done. Output is TAP, so
+# prove runs the scripts (in parallel with -j).
+#
+#   test_expect_success 'what it checks' '
+#           step one &&
+#           step two
+#   '
+#
+# Each script runs in its own scratch folder tests/trash.<script>, removed
+# when every test passed. The programs come from $MELPIPE_BIN (default:
+# the build's bin/), the Python oracles from the venv made by scripts/setup.
+
+TEST_DIRECTORY=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$TEST_DIRECTORY/.." && pwd)
+MELPIPE_BIN=${MELPIPE_BIN:-$TOP/bin}
+PATH=$MELPIPE_BIN:$TOP/build/obj/tests/helper:$PATH
+[ "${MELPIPE_SAN:-0}" = 1 ] && PATH=$MELPIPE_BIN:$TOP/build/san/tests/helper:$PATH
+PYTHON=$TOP/.dev/venv/bin/python
+[ -x "$PYTHON" ] || PYTHON=python3
+export PATH PYTHON TOP TEST_DIRECTORY MELPIPE_BIN
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export LC_ALL=C
+
+test_name=$(basename "$0" .sh)
+TRASH_DIRECTORY=$TEST_DIRECTORY/trash.$test_name
+[ "${MELPIPE_SAN:-0}" = 1 ] && TRASH_DIRECTORY=$TRASH_DIRECTORY.san
+rm -rf "$TRASH_DIRECTORY"
+mkdir -p "$TRASH_DIRECTORY" || exit 1
+cd "$TRASH_DIRECTORY" || exit 1
+
+test_count=0
+test_failed=0
+test_skipped=0
+
+say() { printf '%s\n' "$*"; }
+
+# test_expect_success 'description' 'commands'
+# test_expect_success PREREQ 'description' 'commands'
+test_expect_success() {
+	prereq=
+	if [ $# = 3 ]; then prereq=$1; shift; fi
+	test_count=$((test_count + 1))
+	if [ -n "$prereq" ] && ! test_have_prereq "$prereq"; then
+		test_skipped=$((test_skipped + 1))
+		say "ok $test_count # skip $1 (missing $prereq)"
+		return 0
+	fi
+	out=$TRASH_DIRECTORY/.test-output
+	if (eval "set -e; $2") >"$out" 2>&1; then
+		say "ok $test_count - $1"
+	else
+		test_failed=$((test_failed + 1))
+		say "not ok $test_count - $1"
+		sed -e 's/^/#   /' "$out"
+		say "#   commands:"
+		printf '%s\n' "$2" | sed -e 's/^/#   /'
+	fi
+}
+
+# test_have_prereq NAME: GPU (a usable CUDA GPU), NOSAN (not a sanitizer
+# build), VALGRIND.
+test_have_prereq() {
+	case "$1" in
+	GPU) command -v nvidia-smi >/dev/null 2>&1 &&
+		nvidia-smi -L >/dev/null 2>&1 ;;
+	NOSAN) [ "${MELPIPE_SAN:-0}" != 1 ] ;;
+	VALGRIND) command -v valgrind >/dev/null 2>&1 &&
+		[ "${MELPIPE_SAN:-0}" != 1 ] ;;
+	*) return 1 ;;
+	esac
+}
+
+# test_expect_code CODE cmd...: cmd exits with exactly CODE.
+test_expect_code() {
+	want=$1; shift
+	"$@"
+	got=$?
+	if [ "$got" != "$want" ]; then
+		echo "test_expect_code: '$*' exited $got, wanted $want" >&2
+		return 1
+	fi
+}
+
+# test_must_fail cmd...: cmd fails in a controlled way (exit 1..125, not a
+# signal, not a sanitizer's crash).
+test_must_fail() {
+	"$@"
+	got=$?
+	if [ $got = 0 ]; then
+		echo "test_must_fail: '$*' succeeded" >&2
+		return 1
+	elif [ $got -gt 125 ]; then
+		echo "test_must_fail: '$*' died of a signal ($got)" >&2
+		return 1
+	fi
+	return 0
+}
+
+# test_cmp expected actual
+test_cmp() { diff -u "$1" "$2"; }
+
+# test_grep PATTERN FILE: like grep, but shows the file when it fails.
+test_grep() {
+	if ! grep -e "$1" "$2"; then
+		echo "test_grep: no '$1' in $2:" >&2
+		cat "$2" >&2
+		return 1
+	fi
+}
+
+test_done() {
+	say "1..$test_count"
+	if [ $test_failed = 0 ]; then
+		cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
+		exit 0
+	fi
+	say "# failed $test_failed of $test_count"
+	exit 1
+}

@@ -1,0 +1,142 @@
+/* prog.c - messages, exit codes and option arguments for every program. */
+#include "prog.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../lib/opt.h"
+
+const char *prog_name = "melpipe";
+int prog_verbosity;
+
+void prog_init(const char *name)
+{
+	prog_name = name;
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	char buf[4096];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	fprintf(stderr, "%s: %s\n", prog_name, buf);
+}
+
+void prog_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void prog_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (prog_verbosity < 0)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void prog_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (prog_verbosity < 1)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void prog_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	exit(EXIT_FAIL);
+}
+
+void prog_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog_name);
+	exit(EXIT_USAGE);
+}
+
+void prog_version(void)
+{
+	printf("%s (melpipe) %s\n", prog_name, MELPIPE_VERSION);
+}
+
+void prog_refuse_tty(int fd)
+{
+	if (isatty(fd))
+		prog_usage_error("refusing to write binary records to a "
+				 "terminal; redirect or pipe the output");
+}
+
+uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,
+		      uint64_t max)
+{
+	uint64_t v;
+	int err = opt_parse_u64(arg, min, max, 0, &v);
+
+	if (err)
+		prog_usage_error("invalid value '%s' for %s: %s (expected "
+				 "%llu..%llu)", arg, opt, opt_strerror(err),
+				 (unsigned long long)min,
+				 (unsigned long long)max);
+	return v;
+}
+
+uint64_t prog_arg_size(const char *opt, const char *arg, uint64_t min,
+		       uint64_t max)
+{
+	uint64_t v;
+	int err = opt_parse_u64(arg, min, max, OPT_SUFFIX, &v);
+
+	if (err)
+		prog_usage_error("invalid value '%s' for %s: %s (expected "
+				 "%llu..%llu, K/M/G suffixes allowed)", arg,
+				 opt, opt_strerror(err),
+				 (unsigned long long)min,
+				 (unsigned long long)max);
+	return v;
+}
+
+double prog_arg_double(const char *opt, const char *arg, double min,
+		       double max)
+{
+	double v;
+	int err = opt_parse_double(arg, min, max, &v);
+
+	if (err)
+		prog_usage_error("invalid value '%s' for %s: %s (expected "
+				 "%g..%g)", arg, opt, opt_strerror(err), min,
+				 max);
+	return v;
+}
+
+double prog_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,54 @@
+/*
+ * prog.h - what every melpipe program shares: its name in messages, the
+ * exit codes, verbosity, checked option arguments. Programs only: lib/
+ * never prints or exits.
+ */
+#ifndef MELPIPE_PROG_H
+#define MELPIPE_PROG_H
+
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+#define MELPIPE_VERSION "0.1.0"
+
+/* One convention for the whole suite. */
+#define EXIT_OK 0    /* done; per-item problems were warned about */
+#define EXIT_FAIL 1  /* runtime failure: bad input stream, I/O, --strict */
+#define EXIT_USAGE 2 /* bad command line */
+
+extern const char *prog_name;
+/* -1 with -q, 0 by default, +1 for each -v. */
+extern int prog_verbosity;
+
+/* Sets the program name, ignores SIGPIPE so that a closed output shows as
+ * EPIPE and gets a message instead of a silent death. */
+void prog_init(const char *name);
+
+/* "prog: message" on stderr. err always; warn unless -q; info with -v. */
+void prog_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void prog_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void prog_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* prog_err() then exit(EXIT_FAIL). */
+noreturn void prog_die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+/* A usage error: the message, a pointer to --help, exit(EXIT_USAGE). */
+noreturn void prog_usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+/* Prints "prog (melpipe) VERSION" to stdout. */
+void prog_version(void);
+
+/* Refuses (usage error) to write binary records to a terminal on fd. */
+void prog_refuse_tty(int fd);
+
+/* Option arguments: on a bad value a usage error naming the option. */
+uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,
+		      uint64_t max);
+uint64_t prog_arg_size(const char *opt, const char *arg, uint64_t min,
+		       uint64_t max); /* K/M/G suffixes */
+double prog_arg_double(const char *opt, const char *arg, double min,
+		       double max);
+
+/* Seconds on a monotonic clock, for -v timing reports. */
+double prog_now(void);
+
+#endif

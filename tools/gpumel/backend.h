@@ -1,0 +1,161 @@
+/*
+ * backend.h - the interface between gpumel's host loop and its compute
+ * backends (CPU: FFTW3f in cpu.c; GPU: CUDA + cuFFT in the .cu files, built
+ * into gpumel-cuda.so and loaded with dlopen so that the same gpumel binary
+ * runs where there is no GPU or no CUDA library).
+ *
+ * Plain C: included by C and by .cu files alike.
+ */
+#ifndef MELPIPE_GPUMEL_BACKEND_H
+#define MELPIPE_GPUMEL_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mel_window { MEL_WIN_HANN = 1, MEL_WIN_HAMMING = 2, MEL_WIN_RECT = 3 };
+enum mel_pad { MEL_PAD_REFLECT = 1, MEL_PAD_CONSTANT = 2 };
+enum mel_scale { MEL_SCALE_HTK = 1, MEL_SCALE_SLANEY = 2 };
+enum mel_norm { MEL_NORM_NONE = 0, MEL_NORM_SLANEY = 1 };
+enum mel_log { MEL_LOG_NONE = 0, MEL_LOG_DB = 1, MEL_LOG_LN = 2 };
+/* Where the filterbank puts the FFT bins (only mel_fb_build() reads it):
+ * librosa at k * sr / n_fft; torchaudio at linspace(0, floor(sr / 2),
+ * n_bins), which differs for an odd sample rate or an odd n_fft. */
+enum mel_bins { MEL_BINS_RFFT = 0, MEL_BINS_TORCH = 1 };
+
+/* Every parameter of the transform, resolved (no "defaults" left). */
+typedef struct mel_params {
+	double sample_rate;
+	uint32_t n_fft;
+	uint32_t win_length;   /* <= n_fft; window centred in n_fft */
+	uint32_t hop_length;
+	int window;            /* enum mel_window (periodic, as torch/librosa) */
+	int center;            /* pad n_fft/2 each side before framing */
+	int pad_mode;          /* enum mel_pad, used when center; reflect
+				  as numpy.pad: x[-i] = x[i], repeated
+				  (period 2 * (n - 1)) when n_fft / 2 >= n,
+				  the one sample itself when n = 1 */
+	uint32_t n_mels;
+	double fmin, fmax;
+	int mel_scale;         /* enum mel_scale */
+	int norm;              /* enum mel_norm */
+	int power;             /* 1 magnitude, 2 power */
+	int log;               /* enum mel_log */
+	double amin;           /* floor before the log (db and ln) */
+	double top_db;         /* db only: clamp to max - top_db; < 0 = none */
+	int out_dtype;         /* enum rec_dtype: REC_F32, REC_F16, REC_BF16 */
+	int bin_freqs;         /* enum mel_bins; 0 (librosa) unless the
+				  torchaudio preset is chosen */
+} mel_params;
+
+/* Frames of a record of n samples: 0 when n is 0; center: the signal is
+ * padded by n_fft / 2 (rounded down) on each side, so 1 + (n + 2 * (n_fft
+ * / 2) - n_fft) / hop, which is 1 + n / hop for an even n_fft; otherwise
+ * n >= n_fft ? 1 + (n - n_fft) / hop : 0. The host loop never puts a
+ * record of 0 frames into a batch (it becomes a skipped record). */
+uint64_t mel_n_frames(const mel_params *p, uint64_t n_samples);
+
+/*
+ * The mel filterbank, computed once in float64 on the host (mel_fb.c) and
+ * shared by every backend. Sparse: filter m touches bins
+ * [first[m], first[m] + count[m]) with weights w[off[m] ...].
+ */
+typedef struct mel_fb {
+	uint32_t n_mels, n_bins;   /* n_bins = n_fft / 2 + 1 */
+	uint32_t *first, *count, *off;
+	float *w;                  /* float32 weights, sum(count) of them */
+	double *w64;               /* the same in float64, for references */
+	uint32_t n_weights;
+} mel_fb;
+
+/* Builds the filterbank of p (librosa/torchaudio compatible). Returns 0 or
+ * -1 when out of memory. mel_fb_free() accepts NULL. */
+int mel_fb_build(const mel_params *p, mel_fb **out);
+void mel_fb_free(mel_fb *fb);
+/* The window of p, n_fft long (zero outside the centred win_length). */
+void mel_window_build(const mel_params *p, double *w);
+
+/*
+ * A batch: many records of one input dtype, concatenated. The host loop
+ * fills in/n/rec and submits; the backend fills out. Buffers come from the
+ * backend (pinned memory for CUDA) through batch_alloc.
+ */
+typedef struct mel_rec {
+	uint64_t in_off;     /* element offset of the record's samples in in */
+	uint32_t n_samples;
+	uint32_t n_frames;   /* mel_n_frames(n_samples) */
+	uint64_t out_off;    /* element offset of its [n_mels][n_frames]
+				matrix in out */
+} mel_rec;
+
+typedef struct mel_batch {
+	int in_dtype;        /* REC_S16 or REC_F32 */
+	size_t n;            /* records in this batch */
+	size_t cap_recs;     /* capacity of rec[] */
+	mel_rec *rec;
+	void *in;            /* samples; in_cap bytes */
+	size_t in_cap;
+	void *out;           /* features in the output dtype; out_cap bytes */
+	size_t out_cap;
+	void *user;          /* the host loop's own per-batch state */
+} mel_batch;
+
+/*
+ * Every call below (and the open functions) comes from the host loop's
+ * one compute thread, never concurrently; the reader and writer threads
+ * touch only the batches' memory, never the backend. The mel_fb given to
+ * open stays alive and unchanged until destroy. batch_alloc may be called
+ * again for a batch (after batch_free) when a record does not fit it; it
+ * may overwrite every field of *b (the host loop sets user afterwards).
+ */
+typedef struct mel_backend mel_backend;
+struct mel_backend {
+	/* Description for -v and the one-line notice ("cpu: fftw3f, 4
+	 * threads", "cuda:0: NVIDIA H100 80GB HBM3"). */
+	char name[128];
+	/* Last error, one sentence naming the failed call and the reason. */
+	char err[512];
+	/* How many batches may be in flight at once (submitted, not yet
+	 * returned by wait); the host loop allocates that many plus three
+	 * (one being filled, one queued, one being written out). */
+	int depth;
+	/* Allocates a batch with the given capacities (bytes, records). */
+	int (*batch_alloc)(mel_backend *be, mel_batch *b, size_t in_cap,
+			   size_t out_cap, size_t cap_recs);
+	void (*batch_free)(mel_backend *be, mel_batch *b);
+	/* Starts work on b; returns at once when the backend is
+	 * asynchronous. 0 or -1 (err set). */
+	int (*submit)(mel_backend *be, mel_batch *b);
+	/* Waits for the oldest submitted batch and returns it in *done
+	 * (NULL when none is in flight). 0 or -1 (err set). */
+	int (*wait)(mel_backend *be, mel_batch **done);
+	/* Frees everything; accepts NULL. */
+	void (*destroy)(mel_backend *be);
+	void *ctx;
+};
+
+/* The CPU backend (FFTW3f, nthreads threads). */
+int mel_cpu_open(const mel_params *p, const mel_fb *fb, int nthreads,
+		 mel_backend **out, char *err, size_t errlen);
+
+/*
+ * The CUDA backend, in gpumel-cuda.so: gpumel dlopens it and looks up this
+ * symbol (type mel_cuda_open_fn). device: -1 = first usable, else index.
+ * batch_hint: records per batch when the user gave --batch, else 0; the
+ * host loop sizes its batches itself (about 8 MiB of input, more for a
+ * larger record) and allocates them with batch_alloc.
+ * Returns 0, or -1 with a sentence in err (no GPU, driver missing, ...).
+ */
+#define MEL_CUDA_OPEN_SYMBOL "mel_cuda_open"
+typedef int (*mel_cuda_open_fn)(const mel_params *p, const mel_fb *fb,
+				int device, size_t batch_hint,
+				mel_backend **out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,106 @@
+# tools/gpumel/build.mk - gpumel's CUDA backend, included by the Makefile.
+#
+#   $(BIN)/gpumel-cuda.so      the backend gpumel dlopens (mel_cuda_open)
+#   $(BIN)/gpumel-cuda-bench   its test and benchmark driver: --emu checks
+#                              the kernels' arithmetic on the CPU, --parity
+#                              and --bench run it on a GPU (see --help)
+#
+# Built when nvcc is found (NVCC, default nvcc on PATH) and CUDA is not 0,
+# in the normal build only: the sanitizer build (SAN=1) leaves them out, as
+# nvcc does not take the sanitizer flags and AddressSanitizer and the CUDA
+# driver do not mix.
+#
+# Code: sm_90 machine code (H100, H200) plus compute_90 PTX for newer cards
+# and compute_75 PTX for older ones, which the driver compiles at load.
+# cudart is linked statically (its symbols hidden); cuFFT dynamically, as
+# its static library is not in every CUDA install and its shared one is
+# 280 MB: the .so finds libcufft.so.12 beside itself, in the CUDA tree it
+# was built with, or through the system's library path.
+
+CUDA ?= 1
+NVCC_PATH := $(if $(filter-out 0,$(CUDA)),\
+	$(shell command -v $(NVCC) 2>/dev/null))
+
+ifneq ($(NVCC_PATH),)
+ifeq ($(SAN),0)
+
+CUDA_HOME_DIR := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC_PATH)))
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90 \
+	-gencode arch=compute_75,code=compute_75
+NVCCFLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings \
+	-Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror \
+	$(NVCCFLAGS_EXTRA)
+CUDA_RPATH := '$$ORIGIN:$(CUDA_HOME_DIR)/lib64:/usr/local/cuda/lib64'
+
+CUDA_SO_OBJ := $(BUILD)/cuda/cuda_backend.o $(BUILD)/cuda/cuda_kernels.o \
+	$(BUILD)/cuda/mel_fb.pic.o
+
+all: $(BIN)/gpumel-cuda.so $(BIN)/gpumel-cuda-bench
+
+$(BUILD)/cuda/%.o: tools/gpumel/%.cu
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  NVCC    $<"
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
+
+# mel_fb.c (the window, frame count and filterbank every backend shares),
+# position-independent for the .so, its symbols hidden there.
+$(BUILD)/cuda/mel_fb.pic.o: tools/gpumel/mel_fb.c
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  CC      $< (PIC)"
+	$(Q)$(CC) $(CFLAGS_ALL) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(BIN)/gpumel-cuda.so: $(CUDA_SO_OBJ)
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(NVCC) --shared -o $@ $^ -cudart static -lcufft \
+		-Xlinker --exclude-libs,ALL -Xlinker -z,nodelete \
+		-Xlinker -z,defs -Xlinker -rpath,$(CUDA_RPATH)
+
+# The driver has no device code and needs no CUDA runtime of its own: it
+# reaches the GPU through the .so, and runs --emu where there is no GPU at
+# all. So it is plain C++ (the kernels' __host__ __device__ arithmetic and
+# CUDA's half-precision types compile as host code), built with the host
+# compiler against CUDA's headers.
+CUDA_BENCH_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror \
+	-I$(CUDA_HOME_DIR)/include
+
+$(BUILD)/cuda/cuda_bench.o: tools/gpumel/cuda_bench.cu
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  CXX     $<"
+	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -MMD -MP -MF $(@:.o=.d) -x c++ \
+		-c -o $@ $<
+
+$(BIN)/gpumel-cuda-bench: $(BUILD)/cuda/cuda_bench.o \
+		$(BUILD)/tools/gpumel/mel_fb.o
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CXX) -o $@ $^ -ldl -lm -lpthread
+
+# A test helper, never installed: the backend's host code linked with a
+# CUDA runtime and cuFFT that run on the CPU (cuda_mock.cu), which the t6
+# tests load in gpumel and gpumel-cuda-bench where there is no GPU.
+CUDA_MOCK_SO := $(BUILD)/cuda/gpumel-cuda-mock.so
+
+test-helpers: $(CUDA_MOCK_SO)
+
+$(BUILD)/cuda/%.mock.o: tools/gpumel/%.cu
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  CXX     $< (mock)"
+	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -fPIC -fvisibility=hidden -MMD -MP \
+		-MF $(@:.o=.d) -x c++ -c -o $@ $<
+
+$(CUDA_MOCK_SO): $(BUILD)/cuda/cuda_backend.mock.o \
+		$(BUILD)/cuda/cuda_mock.mock.o $(BUILD)/cuda/mel_fb.pic.o
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CXX) -shared -o $@ $^ -Wl,-z,defs -lm
+
+install: install-cuda
+install-cuda: $(BIN)/gpumel-cuda.so
+	install -d $(DESTDIR)$(PREFIX)/lib/melpipe
+	install -m 755 $(BIN)/gpumel-cuda.so $(DESTDIR)$(PREFIX)/lib/melpipe/
+
+.PHONY: install-cuda
+
+endif
+endif

@@ -1,0 +1,1663 @@
+/*
+ * gpumel - the log-mel spectrogram of every clip or segment of a melpipe
+ * record stream, on the GPU (gpumel-cuda.so) or on the CPU (FFTW3f).
+ *
+ * Three threads keep the pipes and the compute busy at once:
+ *   reader:  rec_read() -> samples packed into batches (the backend's
+ *            buffers), record metadata copied into the batch
+ *   compute: (this thread) submits batches to the backend, up to its
+ *            depth in flight, and collects them in order
+ *   writer:  the finished batches' records -> rec_write()
+ * The batches circulate through three bounded queues (free -> ready ->
+ * done -> free), so memory stays flat and records leave in input order.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/half.h"
+#include "../../lib/rec.h"
+#include "../common/prog.h"
+#include "backend.h"
+
+#define CUDA_SO "gpumel-cuda.so"
+#define SO_PATH_MAX (PATH_MAX + 64)
+#define MAX_FFT (1u << 20)
+#define MAX_MELS 4096u
+#define MAX_BATCH_RECS (1u << 22)     /* --batch */
+#define DEFAULT_BATCH_RECS (1u << 18) /* chosen from the data */
+#define MAX_BATCH_BYTES (1ul << 30)
+/* Input bytes per batch when the data choose: measured on an H200 host
+ * with 1 KiB records, 2-16 MiB batches pack 2-3 times faster than 32-64
+ * MiB ones (the batches stay in the CPU's caches), and the GPU does not
+ * need more per launch. */
+#define BATCH_BYTES (8u << 20)
+#define WRITE_BUFFER (4u << 20)
+
+/* ------------------------------------------------------------------ */
+/* Options */
+
+enum preset { PRESET_NONE, PRESET_LIBROSA, PRESET_TORCH };
+enum device { DEV_AUTO, DEV_CPU, DEV_CUDA };
+
+/* Options that a preset also sets: an explicit one always wins. */
+enum given {
+	G_NFFT, G_WIN, G_HOP, G_WINDOW, G_CENTER, G_PAD, G_NMELS, G_FMIN,
+	G_FMAX, G_SCALE, G_NORM, G_POWER, G_LOG, G_AMIN, G_TOPDB, G_DTYPE,
+	G_COUNT
+};
+
+struct options {
+	mel_params p;          /* the values given; see given[] */
+	int given[G_COUNT];
+	int preset;
+	int device;
+	int cuda_index;        /* -1: the first usable GPU */
+	int jobs;
+	size_t batch;          /* records per batch; 0: from the data */
+	const char *input;     /* NULL: stdin */
+	const char *output;    /* NULL: stdout */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: %s [OPTIONS] [FILE]\n"
+"Compute the mel spectrogram of every audio record (clip or segment) of a\n"
+"melpipe stream.\n"
+"\n"
+"Reads the stream from FILE (or standard input, also for '-') and writes a\n"
+"features stream to standard output: per audio record one matrix\n"
+"[n_mels][n_frames] with the record's key, clip, segment, offset, label\n"
+"and split. Skipped records pass through. A record that gives no frame\n"
+"(shorter than n_fft without --center, or empty), that is not mono, has\n"
+"another sample rate than the stream or holds a NaN or infinity is\n"
+"reported and passed on as a skipped record naming why.\n"
+"\n"
+"Options are named as in librosa and torchaudio. The defaults are those\n"
+"of librosa.feature.melspectrogram followed by librosa.power_to_db, except\n"
+"the hop (win_length / 4, as librosa.stft); --preset torchaudio takes\n"
+"those of torchaudio's MelSpectrogram followed by AmplitudeToDB('power').\n"
+"Options given explicitly win over the preset, wherever they stand.\n"
+"\n"
+"Transform (defaults that differ are given as: no preset, --preset librosa,\n"
+"--preset torchaudio):\n"
+"      --preset=NAME      librosa or torchaudio\n"
+"      --n-fft=N          FFT size: 2048, 2048, 400\n"
+"      --win-length=N     window length, at most n_fft, centred in it;\n"
+"                         default n_fft\n"
+"      --hop=N            hop length: win_length/4, 512, win_length/2\n"
+"      --window=NAME      hann, hamming or rect (periodic); default hann\n"
+"      --center           pad n_fft/2 samples on both sides, so that frame t\n"
+"                         is centred on sample t*hop (the default)\n"
+"      --no-center        frames start at sample 0\n"
+"      --pad-mode=MODE    padding for --center, constant (zeros) or reflect:\n"
+"                         constant, constant, reflect\n"
+"      --n-mels=N         mel bands; default 128\n"
+"      --fmin=HZ          lowest frequency; default 0\n"
+"      --fmax=HZ          highest frequency, at most sample_rate/2:\n"
+"                         sr/2, sr/2, floor(sr/2)\n"
+"      --mel-scale=NAME   slaney or htk: slaney, slaney, htk\n"
+"      --norm=NAME        slaney (divide each filter by its width) or none:\n"
+"                         slaney, slaney, none\n"
+"      --power=P          1 (magnitude) or 2 (power); default 2\n"
+"      --log=NAME         db, ln or none; default db\n"
+"      --amin=X           floor before the log; default 1e-10\n"
+"      --top-db=X         raise each record's values to its maximum - X dB,\n"
+"                         or none: 80, 80, none\n"
+"  dB is 10*log10(max(amin, S)) for power 2, 20*log10(max(amin, S)) for\n"
+"  power 1; ln is log(max(amin, S)).\n"
+"\n"
+"Output and compute:\n"
+"      --dtype=T          f32, f16 or bf16 features; default f32\n"
+"  -o, --output=FILE      write the stream to FILE instead of standard output\n"
+"      --device=DEV       auto, cpu, cuda or cuda:N; default auto: the GPU\n"
+"                         when gpumel-cuda.so and a GPU are usable, else the\n"
+"                         CPU, with a one-line notice\n"
+"  -j, --jobs=N           CPU backend threads; default the online CPUs\n"
+"      --batch=N          records per batch; default chosen from the data\n"
+"                         (about 8 MiB of samples)\n"
+"  -q, --quiet            no warnings, no notice, no summary line\n"
+"  -v, --verbose          report records, bytes and time spent at the end\n"
+"  -h, --help             show this help and exit\n"
+"  -V, --version          show the version and exit\n"
+"\n"
+"Example:\n"
+"  wavcat --rate 4096 DATA/ | segment --len 512 | gpumel --n-fft 512 \\\n"
+"      --hop 512 --n-mels 32 --no-center --dtype f16 | h5pack -o out.h5\n"
+"\n"
+"Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
+"input stream, write error, parameter that does not suit the stream, no\n"
+"usable GPU with --device cuda), 2 usage error.\n",
+		prog_name);
+}
+
+/* Looks s up in a NULL-terminated list of names; the index or a usage
+ * error naming opt and the choices. */
+static int pick(const char *opt, const char *s, const char *const *names)
+{
+	char list[128] = "";
+
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	for (int i = 0; names[i]; i++) {
+		strncat(list, names[i], sizeof(list) - strlen(list) - 1);
+		if (names[i + 1])
+			strncat(list, names[i + 2] ? ", " : " or ",
+				sizeof(list) - strlen(list) - 1);
+	}
+	prog_usage_error("invalid value '%s' for %s: expected %s", s, opt,
+			 list);
+}
+
+static void parse_device(struct options *o, const char *s)
+{
+	if (!strcmp(s, "auto")) {
+		o->device = DEV_AUTO;
+	} else if (!strcmp(s, "cpu")) {
+		o->device = DEV_CPU;
+	} else if (!strcmp(s, "cuda")) {
+		o->device = DEV_CUDA;
+		o->cuda_index = -1;
+	} else if (!strncmp(s, "cuda:", 5)) {
+		o->device = DEV_CUDA;
+		o->cuda_index = (int)prog_arg_u64("--device cuda:N", s + 5, 0,
+						  1023);
+	} else {
+		prog_usage_error("invalid value '%s' for --device: expected "
+				 "auto, cpu, cuda or cuda:N", s);
+	}
+}
+
+enum longopt {
+	OPT_AMIN = 256, OPT_BATCH, OPT_CENTER, OPT_DEVICE, OPT_DTYPE,
+	OPT_FMAX, OPT_FMIN, OPT_HOP, OPT_LOG, OPT_MEL_SCALE, OPT_N_FFT,
+	OPT_N_MELS, OPT_NO_CENTER, OPT_NORM, OPT_PAD_MODE, OPT_POWER,
+	OPT_PRESET, OPT_TOP_DB, OPT_WIN_LENGTH, OPT_WINDOW
+};
+
+static const struct option longopts[] = {
+	{ "amin", required_argument, NULL, OPT_AMIN },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "center", no_argument, NULL, OPT_CENTER },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "fmax", required_argument, NULL, OPT_FMAX },
+	{ "fmin", required_argument, NULL, OPT_FMIN },
+	{ "help", no_argument, NULL, 'h' },
+	{ "hop", required_argument, NULL, OPT_HOP },
+	{ "hop-length", required_argument, NULL, OPT_HOP },
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "mel-scale", required_argument, NULL, OPT_MEL_SCALE },
+	{ "n-fft", required_argument, NULL, OPT_N_FFT },
+	{ "n-mels", required_argument, NULL, OPT_N_MELS },
+	{ "no-center", no_argument, NULL, OPT_NO_CENTER },
+	{ "norm", required_argument, NULL, OPT_NORM },
+	{ "output", required_argument, NULL, 'o' },
+	{ "pad-mode", required_argument, NULL, OPT_PAD_MODE },
+	{ "power", required_argument, NULL, OPT_POWER },
+	{ "preset", required_argument, NULL, OPT_PRESET },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "top-db", required_argument, NULL, OPT_TOP_DB },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "win-length", required_argument, NULL, OPT_WIN_LENGTH },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const char *const window_names[] = { "", "hann", "hamming", "rect",
+					    NULL };
+static const char *const pad_names[] = { "", "reflect", "constant", NULL };
+static const char *const scale_names[] = { "", "htk", "slaney", NULL };
+static const char *const norm_names[] = { "none", "slaney", NULL };
+static const char *const log_names[] = { "none", "db", "ln", NULL };
+static const char *const preset_names[] = { "", "librosa", "torchaudio",
+					    NULL };
+static const char *const dtype_names[] = { "f32", "f16", "bf16", NULL };
+static const int dtype_codes[] = { REC_F32, REC_F16, REC_BF16 };
+
+/* The transform options: returns 0, or -1 when c is not one of them. */
+static int parse_transform(struct options *o, int c, const char *arg)
+{
+	mel_params *p = &o->p;
+
+	switch (c) {
+	case OPT_N_FFT:
+		p->n_fft = (uint32_t)prog_arg_u64("--n-fft", arg, 2, MAX_FFT);
+		o->given[G_NFFT] = 1;
+		break;
+	case OPT_WIN_LENGTH:
+		p->win_length = (uint32_t)prog_arg_u64("--win-length", arg, 1,
+						       MAX_FFT);
+		o->given[G_WIN] = 1;
+		break;
+	case OPT_HOP:
+		p->hop_length = (uint32_t)prog_arg_u64("--hop", arg, 1,
+						       INT32_MAX);
+		o->given[G_HOP] = 1;
+		break;
+	case OPT_WINDOW:
+		p->window = pick("--window", arg, window_names + 1) + 1;
+		o->given[G_WINDOW] = 1;
+		break;
+	case OPT_CENTER:
+	case OPT_NO_CENTER:
+		p->center = c == OPT_CENTER;
+		o->given[G_CENTER] = 1;
+		break;
+	case OPT_PAD_MODE:
+		p->pad_mode = pick("--pad-mode", arg, pad_names + 1) + 1;
+		o->given[G_PAD] = 1;
+		break;
+	case OPT_N_MELS:
+		p->n_mels = (uint32_t)prog_arg_u64("--n-mels", arg, 1,
+						   MAX_MELS);
+		o->given[G_NMELS] = 1;
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* The filterbank and log options: 0, or -1 when c is not one of them. */
+static int parse_scale(struct options *o, int c, const char *arg)
+{
+	mel_params *p = &o->p;
+
+	switch (c) {
+	case OPT_FMIN:
+		p->fmin = prog_arg_double("--fmin", arg, 0.0, 1e7);
+		o->given[G_FMIN] = 1;
+		break;
+	case OPT_FMAX:
+		p->fmax = prog_arg_double("--fmax", arg, 0.0, 1e7);
+		o->given[G_FMAX] = 1;
+		break;
+	case OPT_MEL_SCALE:
+		p->mel_scale = pick("--mel-scale", arg, scale_names + 1) + 1;
+		o->given[G_SCALE] = 1;
+		break;
+	case OPT_NORM:
+		p->norm = pick("--norm", arg, norm_names);
+		o->given[G_NORM] = 1;
+		break;
+	case OPT_POWER:
+		p->power = (int)prog_arg_u64("--power", arg, 1, 2);
+		o->given[G_POWER] = 1;
+		break;
+	case OPT_LOG:
+		p->log = pick("--log", arg, log_names);
+		o->given[G_LOG] = 1;
+		break;
+	case OPT_AMIN:
+		p->amin = prog_arg_double("--amin", arg, 1e-30, 1e30);
+		o->given[G_AMIN] = 1;
+		break;
+	case OPT_TOP_DB:
+		p->top_db = !strcmp(arg, "none") ? -1.0 :
+			    prog_arg_double("--top-db", arg, 0.0, 1e4);
+		o->given[G_TOPDB] = 1;
+		break;
+	case OPT_DTYPE:
+		p->out_dtype = dtype_codes[pick("--dtype", arg, dtype_names)];
+		o->given[G_DTYPE] = 1;
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* The options that are not about the transform. */
+static void parse_other(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'h':
+		usage(stdout);
+		exit(EXIT_OK);
+	case 'j':
+		o->jobs = (int)prog_arg_u64("--jobs", arg, 1, 1024);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'q':
+		prog_verbosity = -1;
+		break;
+	case 'V':
+		prog_version();
+		exit(EXIT_OK);
+	case 'v':
+		if (prog_verbosity >= 0)
+			prog_verbosity++;
+		break;
+	case OPT_BATCH:
+		o->batch = prog_arg_size("--batch", arg, 1, MAX_BATCH_RECS);
+		break;
+	case OPT_DEVICE:
+		parse_device(o, arg);
+		break;
+	case OPT_PRESET:
+		o->preset = pick("--preset", arg, preset_names + 1) + 1;
+		break;
+	default:
+		prog_usage_error("unknown or incomplete option");
+	}
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->cuda_index = -1;
+	while ((c = getopt_long(argc, argv, "hj:o:qVv", longopts, NULL)) !=
+	       -1) {
+		if (parse_transform(o, c, optarg) < 0 &&
+		    parse_scale(o, c, optarg) < 0)
+			parse_other(o, c, optarg);
+	}
+	if (argc - optind > 1)
+		prog_usage_error("too many arguments: one input at most");
+	if (optind < argc && strcmp(argv[optind], "-"))
+		o->input = argv[optind];
+	if (!o->jobs) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		o->jobs = n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
+	}
+}
+
+/* Fills in every parameter that was not given from the preset (or the
+ * plain defaults), except fmax, which needs the sample rate. */
+static void resolve_defaults(const struct options *o, mel_params *p)
+{
+	int torch = o->preset == PRESET_TORCH;
+	const int *g = o->given;
+
+	*p = o->p;
+	if (!g[G_NFFT])
+		p->n_fft = torch ? 400 : 2048;
+	if (!g[G_WIN])
+		p->win_length = p->n_fft;
+	if (!g[G_HOP])
+		p->hop_length = o->preset == PRESET_LIBROSA ? 512 :
+				torch ? p->win_length / 2 :
+				p->win_length / 4;
+	if (!p->hop_length)
+		p->hop_length = 1;
+	if (!g[G_WINDOW])
+		p->window = MEL_WIN_HANN;
+	if (!g[G_CENTER])
+		p->center = 1;
+	if (!g[G_PAD])
+		p->pad_mode = torch ? MEL_PAD_REFLECT : MEL_PAD_CONSTANT;
+	if (!g[G_NMELS])
+		p->n_mels = 128;
+	if (!g[G_SCALE])
+		p->mel_scale = torch ? MEL_SCALE_HTK : MEL_SCALE_SLANEY;
+	if (!g[G_NORM])
+		p->norm = torch ? MEL_NORM_NONE : MEL_NORM_SLANEY;
+	if (!g[G_POWER])
+		p->power = 2;
+	if (!g[G_LOG])
+		p->log = MEL_LOG_DB;
+	if (!g[G_AMIN])
+		p->amin = 1e-10;
+	if (!g[G_TOPDB])
+		p->top_db = torch ? -1.0 : 80.0;
+	if (p->log != MEL_LOG_DB)
+		p->top_db = -1.0;
+	if (!g[G_DTYPE])
+		p->out_dtype = REC_F32;
+	p->bin_freqs = torch ? MEL_BINS_TORCH : MEL_BINS_RFFT;
+}
+
+/* Checks what can be checked before the stream's sample rate is known. */
+static void check_usage(const struct options *o, const mel_params *p)
+{
+	if (p->win_length > p->n_fft)
+		prog_usage_error("--win-length %" PRIu32 " is longer than "
+				 "--n-fft %" PRIu32, p->win_length, p->n_fft);
+	if (o->given[G_TOPDB] && o->p.top_db >= 0 && p->log != MEL_LOG_DB)
+		prog_usage_error("--top-db applies to --log db only");
+	if (o->given[G_FMIN] && o->given[G_FMAX] && p->fmin >= p->fmax)
+		prog_usage_error("--fmin %g is not below --fmax %g", p->fmin,
+				 p->fmax);
+}
+
+/* Sets the sample rate and fmax; -1 after a message when a parameter
+ * does not suit the stream. */
+static int resolve_rate(const struct options *o, mel_params *p, double sr)
+{
+	double nyquist = sr / 2.0;
+
+	p->sample_rate = sr;
+	if (!o->given[G_FMAX])
+		p->fmax = o->preset == PRESET_TORCH ? floor(nyquist) : nyquist;
+	if (p->fmax > nyquist) {
+		prog_err("--fmax %g is above the stream's Nyquist frequency "
+			 "%g Hz (sample_rate %g)", p->fmax, nyquist, sr);
+		return -1;
+	}
+	if (p->fmin >= p->fmax) {
+		prog_err("--fmin %g is not below fmax %g Hz", p->fmin,
+			 p->fmax);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Batches and queues */
+
+/* One record leaving in a batch, in stream order. */
+struct entry {
+	uint64_t clip, offset, clip_samples;
+	uint32_t segment, sample_rate;
+	int32_t label;
+	int split;
+	int skipped;           /* leaves as a skipped record (text: reason) */
+	size_t rec;            /* computed: index in the batch's mel_rec[] */
+	size_t key_off, key_len, text_off, text_len; /* in the arena */
+};
+
+struct hbatch {
+	mel_batch mb;
+	int allocated;         /* mb holds the backend's buffers */
+	struct entry *ent;
+	size_t n_ent, cap_ent;
+	char *arena;           /* keys and reasons */
+	size_t arena_len, arena_cap;
+	size_t in_used;        /* elements of mb.in in use */
+	uint64_t out_used;     /* elements of mb.out in use */
+	int done;              /* computed (or nothing to compute) */
+	/* A request from the reader to the compute thread to grow mb. */
+	int resize;
+	size_t want_in, want_out, want_recs;
+};
+
+struct queue {
+	struct hbatch **v;
+	size_t cap, head, len;
+	int closed;            /* the producer is done */
+	pthread_cond_t cond;
+};
+
+struct stats {
+	uint64_t audio, skipped_in, skipped_here; /* reader */
+	uint64_t features, skipped_out;           /* writer */
+	double t_read, t_pack;                    /* reader */
+	double t_out_blocked, t_alloc;            /* reader, waiting */
+	double t_compute, t_starved;              /* compute */
+	double t_write;                           /* writer */
+};
+
+struct loop {
+	pthread_mutex_t mu;    /* the queues, abort, resize */
+	pthread_cond_t resized;
+	struct queue free_q, ready_q, done_q;
+	atomic_int abort;      /* set under mu, read anywhere */
+	char err[1024];
+
+	mel_params p;
+	mel_backend *be;
+	rec_reader *rd;
+	rec_writer *wr;
+	size_t out_size;
+	int timing;            /* -v: time every read */
+	struct hbatch *hb;
+	size_t n_hb;
+	int sized;             /* the batches have the size from the data */
+	size_t target_in;      /* input bytes per batch */
+	size_t batch_recs;     /* --batch */
+	size_t cap_in, cap_out, cap_recs; /* batch size chosen from data */
+	struct stats st;
+};
+
+static double now_if(int on)
+{
+	return on ? prog_now() : 0.0;
+}
+
+/* Stops every thread; the first message wins. */
+static void loop_fail(struct loop *lp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void loop_fail(struct loop *lp, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&lp->mu);
+	if (!lp->abort) {
+		lp->abort = 1;
+		va_start(ap, fmt);
+		vsnprintf(lp->err, sizeof(lp->err), fmt, ap);
+		va_end(ap);
+		pthread_cond_broadcast(&lp->free_q.cond);
+		pthread_cond_broadcast(&lp->ready_q.cond);
+		pthread_cond_broadcast(&lp->done_q.cond);
+		pthread_cond_broadcast(&lp->resized);
+	}
+	pthread_mutex_unlock(&lp->mu);
+}
+
+static void q_push(struct loop *lp, struct queue *q, struct hbatch *hb)
+{
+	pthread_mutex_lock(&lp->mu);
+	/* cap is the number of batches: a push never waits */
+	q->v[(q->head + q->len) % q->cap] = hb;
+	q->len++;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&lp->mu);
+}
+
+static void q_close(struct loop *lp, struct queue *q)
+{
+	pthread_mutex_lock(&lp->mu);
+	q->closed = 1;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&lp->mu);
+}
+
+/* The next batch; NULL once the queue is closed and empty, or on abort.
+ * With wait == 0, NULL also when it is empty now. */
+static struct hbatch *q_pop(struct loop *lp, struct queue *q, int wait)
+{
+	struct hbatch *hb = NULL;
+
+	pthread_mutex_lock(&lp->mu);
+	while (wait && !q->len && !q->closed && !lp->abort)
+		pthread_cond_wait(&q->cond, &lp->mu);
+	if (q->len && !lp->abort) {
+		hb = q->v[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+	}
+	pthread_mutex_unlock(&lp->mu);
+	return hb;
+}
+
+/* Read without the lock: checked once per record by the reader. */
+static int aborted(struct loop *lp)
+{
+	return atomic_load_explicit(&lp->abort, memory_order_acquire);
+}
+
+/* Doubles *cap until it holds need elements of size sz. */
+static int grow(void **v, size_t *cap, size_t need, size_t sz)
+{
+	size_t n = *cap ? *cap : 64;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	nv = realloc(*v, n * sz);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = n;
+	return 0;
+}
+
+static void hb_reset(struct hbatch *hb)
+{
+	hb->n_ent = 0;
+	hb->arena_len = 0;
+	hb->in_used = 0;
+	hb->out_used = 0;
+	hb->done = 0;
+	hb->mb.n = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reader thread */
+
+/* Copies len bytes into the batch's arena; returns their offset. */
+static int arena_add(struct loop *lp, struct hbatch *hb, const void *s,
+		     size_t len, size_t *off)
+{
+	if (grow((void **)&hb->arena, &hb->arena_cap, hb->arena_len + len + 1,
+		 1) < 0) {
+		loop_fail(lp, "out of memory for record keys");
+		return -1;
+	}
+	*off = hb->arena_len;
+	if (len)
+		memcpy(hb->arena + hb->arena_len, s, len);
+	hb->arena[hb->arena_len + len] = '\0';
+	hb->arena_len += len + 1;
+	return 0;
+}
+
+/* Appends an entry for it (metadata copied: it dies at the next read). */
+static struct entry *add_entry(struct loop *lp, struct hbatch *hb,
+			       const rec_item *it)
+{
+	struct entry *e;
+
+	if (grow((void **)&hb->ent, &hb->cap_ent, hb->n_ent + 1,
+		 sizeof(*hb->ent)) < 0) {
+		loop_fail(lp, "out of memory for record metadata");
+		return NULL;
+	}
+	e = &hb->ent[hb->n_ent];
+	memset(e, 0, sizeof(*e));
+	e->clip = it->clip;
+	e->offset = it->offset;
+	e->clip_samples = it->clip_samples;
+	e->segment = it->segment;
+	e->sample_rate = it->sample_rate;
+	e->label = it->label;
+	e->split = it->split;
+	e->key_len = it->key_len;
+	if (arena_add(lp, hb, it->key, it->key_len, &e->key_off) < 0)
+		return NULL;
+	hb->n_ent++;
+	return e;
+}
+
+static int add_skipped(struct loop *lp, struct hbatch *hb, const rec_item *it,
+		       const char *reason, size_t len)
+{
+	struct entry *e = add_entry(lp, hb, it);
+
+	if (!e)
+		return -1;
+	e->skipped = 1;
+	e->text_len = len;
+	return arena_add(lp, hb, reason, len, &e->text_off);
+}
+
+/* Hands hb to the compute thread to be (re)allocated with at least the
+ * given capacities and waits for it. -1 on abort. */
+static int request_resize(struct loop *lp, struct hbatch *hb, size_t in,
+			  size_t out, size_t recs)
+{
+	double t0;
+	int ok;
+
+	hb->want_in = in;
+	hb->want_out = out;
+	hb->want_recs = recs;
+	hb->resize = 1;
+	t0 = prog_now();
+	q_push(lp, &lp->ready_q, hb);
+	pthread_mutex_lock(&lp->mu);
+	while (hb->resize && !lp->abort)
+		pthread_cond_wait(&lp->resized, &lp->mu);
+	ok = !lp->abort;
+	pthread_mutex_unlock(&lp->mu);
+	lp->st.t_alloc += prog_now() - t0;
+	return ok ? 0 : -1;
+}
+
+static size_t max_sz(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The batch size, from the first record: about target_in bytes of
+ * samples (or --batch records), records of that size. */
+static void choose_sizes(struct loop *lp, size_t in, size_t out)
+{
+	size_t k;
+
+	if (lp->batch_recs) {
+		/* --batch: that many records, unless they are huge */
+		k = MAX_BATCH_BYTES / max_sz(in + out, 1);
+		k = max_sz(1, k < lp->batch_recs ? k : lp->batch_recs);
+		lp->cap_recs = lp->batch_recs;
+		lp->cap_in = max_sz(k * in, 1);
+		lp->cap_out = max_sz(k * out, 1);
+		return;
+	}
+	lp->cap_in = max_sz(lp->target_in, in);
+	k = lp->cap_in / max_sz(in, 1);
+	/* records vary in length: room for more, shorter ones */
+	lp->cap_recs = k * 2 + 16 < DEFAULT_BATCH_RECS ? k * 2 + 16 :
+		      DEFAULT_BATCH_RECS;
+	lp->cap_out = max_sz(out, (k + k / 4 + 1) * out);
+}
+
+/* The next free batch, empty, with room for a record of in + out bytes
+ * (0, 0: any). NULL on abort. */
+static struct hbatch *get_batch(struct loop *lp, size_t in, size_t out)
+{
+	double t0 = prog_now();
+	struct hbatch *hb = q_pop(lp, &lp->free_q, 1);
+	mel_batch *b;
+
+	lp->st.t_out_blocked += prog_now() - t0;
+	if (!hb)
+		return NULL;
+	hb_reset(hb);
+	b = &hb->mb;
+	if ((in || out) && (!hb->allocated || b->in_cap < in ||
+			    b->out_cap < out || b->cap_recs < lp->cap_recs ||
+			    b->in_cap < lp->cap_in || b->out_cap < lp->cap_out))
+		if (request_resize(lp, hb, max_sz(in, lp->cap_in),
+				   max_sz(out, lp->cap_out), lp->cap_recs) < 0)
+			return NULL;
+	return hb;
+}
+
+/* Passes the current batch on (if it holds anything). */
+static void flush_batch(struct loop *lp, struct hbatch **cur)
+{
+	if (*cur && (*cur)->n_ent)
+		q_push(lp, &lp->ready_q, *cur);
+	else if (*cur)
+		q_push(lp, &lp->free_q, *cur);
+	*cur = NULL;
+}
+
+static int is_finite_f32(const float *x, size_t n, size_t *bad)
+{
+	uint32_t u;
+
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&u, &x[i], sizeof(u));
+		if ((u & 0x7f800000u) == 0x7f800000u) {
+			*bad = i;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Copies (converts) the samples of it to dst: s16 stays s16, the rest
+ * becomes f32. Returns 0, or -1 (reason set) when a sample is not
+ * finite. */
+static int copy_samples(void *dst, const rec_item *it, char *reason,
+			size_t rlen)
+{
+	size_t n = it->dim0, bad;
+
+	switch (it->dtype) {
+	case REC_S16:
+		memcpy(dst, it->data, n * 2);
+		return 0;
+	case REC_F32:
+		memcpy(dst, it->data, n * 4);
+		break;
+	case REC_F16:
+		half_to_f32_array(dst, it->data, n);
+		break;
+	default:
+		bf16_to_f32_array(dst, it->data, n);
+		break;
+	}
+	if (is_finite_f32(dst, n, &bad))
+		return 0;
+	snprintf(reason, rlen, "sample %zu is not a finite number", bad);
+	return -1;
+}
+
+/* Why an audio record cannot be computed, or NULL. */
+static const char *unusable(const struct loop *lp, const rec_item *it,
+			    uint64_t nf, char *buf, size_t len)
+{
+	if (it->dim1 != 1)
+		snprintf(buf, len, "%" PRIu32 " channels: gpumel takes mono "
+			 "audio", it->dim1);
+	else if (it->sample_rate != lp->p.sample_rate)
+		snprintf(buf, len, "sample rate %" PRIu32 " Hz differs from "
+			 "the stream's %g Hz", it->sample_rate,
+			 lp->p.sample_rate);
+	else if (it->dtype < REC_S16 || it->dtype > REC_BF16)
+		snprintf(buf, len, "unknown sample type %d", it->dtype);
+	else if (nf == 0 && it->dim0 == 0)
+		snprintf(buf, len, "no samples");
+	else if (nf == 0)
+		snprintf(buf, len, "too short: %" PRIu32 " samples give no "
+			 "frame of n_fft %" PRIu32 " without --center",
+			 it->dim0, lp->p.n_fft);
+	else
+		return NULL;
+	return buf;
+}
+
+/* Prints a key with control bytes escaped, so a warning stays one line. */
+static void warn_skip(const rec_item *it, const char *reason)
+{
+	char key[512];
+	size_t j = 0;
+
+	for (size_t i = 0; i < it->key_len && j + 5 < sizeof(key); i++) {
+		unsigned char ch = (unsigned char)it->key[i];
+
+		if (ch < 0x20 || ch == 0x7f)
+			j += (size_t)snprintf(key + j, sizeof(key) - j,
+					      "\\x%02x", ch);
+		else
+			key[j++] = (char)ch;
+	}
+	key[j] = '\0';
+	prog_warn("'%s': %s, skipped", key, reason);
+}
+
+/* Makes *cur a batch where an audio record of n samples and nf frames of
+ * dtype dt fits. -1 on abort. */
+static int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
+		     uint64_t nf)
+{
+	size_t isz = dt == REC_S16 ? 2 : 4;
+	size_t in = n * isz, out = nf * lp->p.n_mels * lp->out_size;
+	struct hbatch *hb = *cur;
+
+	if (!lp->cap_in)
+		choose_sizes(lp, in, out);
+	if (hb && hb->mb.n && hb->mb.in_dtype != dt)
+		flush_batch(lp, cur);
+	hb = *cur;
+	if (hb && hb->allocated && hb->mb.n < hb->mb.cap_recs &&
+	    (hb->in_used + n) * isz <= hb->mb.in_cap &&
+	    (hb->out_used + nf * lp->p.n_mels) * lp->out_size <= hb->mb.out_cap)
+		return 0;
+	flush_batch(lp, cur);
+	*cur = get_batch(lp, in, out);
+	return *cur ? 0 : -1;
+}
+
+/* Puts a usable audio record into a batch: 0, -1 on abort, 1 when a
+ * sample turns out not to be finite (reason set). */
+static int place_audio(struct loop *lp, struct hbatch **cur,
+		       const rec_item *it, uint64_t nf, char *reason,
+		       size_t rlen)
+{
+	int dt = it->dtype == REC_S16 ? REC_S16 : REC_F32;
+	size_t isz = dt == REC_S16 ? 2 : 4;
+	struct hbatch *hb;
+	struct entry *e;
+	mel_rec *r;
+
+	if (make_room(lp, cur, dt, it->dim0, nf) < 0)
+		return -1;
+	hb = *cur;
+	if (copy_samples((char *)hb->mb.in + hb->in_used * isz, it, reason,
+			 rlen) < 0)
+		return 1;
+	hb->mb.in_dtype = dt;
+	r = &hb->mb.rec[hb->mb.n];
+	r->in_off = hb->in_used;
+	r->n_samples = it->dim0;
+	r->n_frames = (uint32_t)nf;
+	r->out_off = hb->out_used;
+	e = add_entry(lp, hb, it);
+	if (!e)
+		return -1;
+	e->rec = hb->mb.n++;
+	hb->in_used += it->dim0;
+	hb->out_used += nf * lp->p.n_mels;
+	return 0;
+}
+
+/* An audio record: into a batch, or a skipped record naming why. */
+static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it)
+{
+	char reason[256];
+	uint64_t nf = mel_n_frames(&lp->p, it->dim0);
+	const char *why = unusable(lp, it, nf, reason, sizeof(reason));
+	int r;
+
+	lp->st.audio++;
+	if (!why) {
+		r = place_audio(lp, cur, it, nf, reason, sizeof(reason));
+		if (r <= 0)
+			return r;
+		why = reason;
+	}
+	warn_skip(it, why);
+	lp->st.skipped_here++;
+	if (!*cur && !(*cur = get_batch(lp, 0, 0)))
+		return -1;
+	return add_skipped(lp, *cur, it, why, strlen(why));
+}
+
+static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
+{
+	switch (it->type) {
+	case REC_T_AUDIO:
+		return add_audio(lp, cur, it);
+	case REC_T_SKIPPED:
+		lp->st.skipped_in++;
+		if (!*cur && !(*cur = get_batch(lp, 0, 0)))
+			return -1;
+		return add_skipped(lp, *cur, it, it->data, it->data_len);
+	default:
+		loop_fail(lp, "record %" PRIu64 " ('%.*s') is a %s record: "
+			  "gpumel reads audio streams",
+			  rec_reader_count(lp->rd), (int)it->key_len, it->key,
+			  it->type == REC_T_FEATURES ? "features" : "unknown");
+		return -1;
+	}
+}
+
+static void *reader_main(void *arg)
+{
+	struct loop *lp = arg;
+	struct hbatch *cur = NULL;
+	rec_item it;
+
+	for (;;) {
+		double t0 = now_if(lp->timing);
+		int err = rec_read(lp->rd, &it);
+
+		lp->st.t_read += now_if(lp->timing) - t0;
+		if (err == REC_END)
+			break;
+		if (err < 0) {
+			loop_fail(lp, "%s", rec_reader_detail(lp->rd)[0] ?
+				  rec_reader_detail(lp->rd) :
+				  rec_strerror(err));
+			break;
+		}
+		t0 = now_if(lp->timing);
+		err = add_record(lp, &cur, &it);
+		lp->st.t_pack += now_if(lp->timing) - t0;
+		if (err < 0 || aborted(lp))
+			break;
+	}
+	if (!aborted(lp))
+		flush_batch(lp, &cur);
+	q_close(lp, &lp->ready_q);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writer thread */
+
+static int write_entry(struct loop *lp, const struct hbatch *hb,
+		       const struct entry *e)
+{
+	rec_item it = {
+		.clip = e->clip, .offset = e->offset,
+		.clip_samples = e->clip_samples, .segment = e->segment,
+		.label = e->label, .sample_rate = e->sample_rate,
+		.split = e->split, .key = hb->arena + e->key_off,
+		.key_len = e->key_len,
+	};
+
+	if (e->skipped) {
+		it.type = REC_T_SKIPPED;
+		it.data = hb->arena + e->text_off;
+		it.data_len = e->text_len;
+		lp->st.skipped_out++;
+	} else {
+		const mel_rec *r = &hb->mb.rec[e->rec];
+
+		it.type = REC_T_FEATURES;
+		it.dtype = lp->p.out_dtype;
+		it.dim0 = lp->p.n_mels;
+		it.dim1 = r->n_frames;
+		it.data = (const char *)hb->mb.out + r->out_off * lp->out_size;
+		it.data_len = (size_t)lp->p.n_mels * r->n_frames *
+			      lp->out_size;
+		lp->st.features++;
+	}
+	return rec_write(lp->wr, &it);
+}
+
+static void *writer_main(void *arg)
+{
+	struct loop *lp = arg;
+	struct hbatch *hb;
+	int err = 0;
+
+	while (!err && (hb = q_pop(lp, &lp->done_q, 1))) {
+		double t0 = prog_now();
+
+		for (size_t i = 0; i < hb->n_ent && !err; i++)
+			err = write_entry(lp, hb, &hb->ent[i]);
+		lp->st.t_write += prog_now() - t0;
+		q_push(lp, &lp->free_q, hb);
+	}
+	if (!err && !aborted(lp)) {
+		double t0 = prog_now();
+
+		err = rec_writer_finish(lp->wr);
+		lp->st.t_write += prog_now() - t0;
+	}
+	if (err)
+		loop_fail(lp, "%s", rec_writer_detail(lp->wr)[0] ?
+			  rec_writer_detail(lp->wr) : rec_strerror(err));
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Compute thread */
+
+/* Batches in input order, submitted or with nothing to compute. */
+struct pending {
+	struct hbatch **v;
+	size_t cap, head, len;
+};
+
+static void pend_push(struct pending *pq, struct hbatch *hb)
+{
+	pq->v[(pq->head + pq->len) % pq->cap] = hb;
+	pq->len++;
+}
+
+/* Sends the finished batches at the front to the writer, in order. */
+static void pend_forward(struct loop *lp, struct pending *pq)
+{
+	while (pq->len && pq->v[pq->head]->done) {
+		q_push(lp, &lp->done_q, pq->v[pq->head]);
+		pq->head = (pq->head + 1) % pq->cap;
+		pq->len--;
+	}
+}
+
+/* (Re)allocates hb's buffers with the backend; -1 after loop_fail(). */
+static int alloc_batch(struct loop *lp, struct hbatch *hb, size_t in,
+		       size_t out, size_t recs)
+{
+	mel_backend *be = lp->be;
+	int err;
+
+	if (hb->allocated)
+		be->batch_free(be, &hb->mb);
+	hb->allocated = 0;
+	err = be->batch_alloc(be, &hb->mb, in, out, recs);
+	hb->allocated = err == 0;
+	hb->mb.user = hb;
+	hb->mb.n = 0;
+	if (err)
+		loop_fail(lp, "%s", be->err);
+	return err ? -1 : 0;
+}
+
+/*
+ * Gives the free batches the size chosen from the data now, while the
+ * reader fills the first one, rather than one at a time when it asks
+ * (pinned memory takes milliseconds to allocate).
+ */
+static void alloc_free_batches(struct loop *lp)
+{
+	struct hbatch *hb;
+
+	/* one at a time, so that the reader can take each when it is
+	 * ready; n_hb pops see every batch in the queue once */
+	for (size_t i = 0; i < lp->n_hb; i++) {
+		hb = q_pop(lp, &lp->free_q, 0);
+		if (!hb)
+			break;
+		if (!hb->allocated || hb->mb.in_cap < lp->cap_in ||
+		    hb->mb.out_cap < lp->cap_out ||
+		    hb->mb.cap_recs < lp->cap_recs)
+			alloc_batch(lp, hb, lp->cap_in, lp->cap_out,
+				    lp->cap_recs);
+		q_push(lp, &lp->free_q, hb);
+	}
+}
+
+/* Serves the reader's request to grow hb (the first one also sizes the
+ * other batches). */
+static void do_resize(struct loop *lp, struct hbatch *hb)
+{
+	alloc_batch(lp, hb, hb->want_in, hb->want_out, hb->want_recs);
+	pthread_mutex_lock(&lp->mu);
+	hb->resize = 0;
+	pthread_cond_broadcast(&lp->resized);
+	pthread_mutex_unlock(&lp->mu);
+	if (!lp->sized) {
+		lp->sized = 1;
+		alloc_free_batches(lp);
+	}
+}
+
+/* Waits for the oldest batch in flight. */
+static int collect(struct loop *lp, int *inflight)
+{
+	mel_batch *done = NULL;
+	double t0 = prog_now();
+	int err = lp->be->wait(lp->be, &done);
+
+	lp->st.t_compute += prog_now() - t0;
+	if (err < 0 || !done) {
+		loop_fail(lp, "%s", err < 0 ? lp->be->err :
+			  "backend lost a batch");
+		return -1;
+	}
+	((struct hbatch *)done->user)->done = 1;
+	(*inflight)--;
+	return 0;
+}
+
+static int submit(struct loop *lp, struct hbatch *hb, int *inflight)
+{
+	double t0 = prog_now();
+	int err = lp->be->submit(lp->be, &hb->mb);
+
+	lp->st.t_compute += prog_now() - t0;
+	if (err < 0) {
+		loop_fail(lp, "%s", lp->be->err);
+		return -1;
+	}
+	(*inflight)++;
+	return 0;
+}
+
+/*
+ * Submits batches as they come, up to the backend's depth in flight, and
+ * collects the oldest whenever there is nothing new to submit, so that a
+ * finished batch never waits for the next one to be read.
+ */
+static int compute_loop(struct loop *lp, struct pending *pq)
+{
+	int inflight = 0;
+
+	for (;;) {
+		struct hbatch *hb = NULL;
+
+		pend_forward(lp, pq);
+		if (inflight < lp->be->depth)
+			hb = q_pop(lp, &lp->ready_q, 0);
+		if (!hb && inflight > 0) {
+			if (collect(lp, &inflight) < 0)
+				return -1;
+			continue;
+		}
+		if (!hb) {
+			double t0 = prog_now();
+
+			hb = q_pop(lp, &lp->ready_q, 1);
+			lp->st.t_starved += prog_now() - t0;
+		}
+		if (!hb)
+			return aborted(lp) ? -1 : 0;
+		if (hb->resize) {
+			do_resize(lp, hb);
+			continue;
+		}
+		pend_push(pq, hb);
+		if (hb->mb.n == 0)
+			hb->done = 1;
+		else if (submit(lp, hb, &inflight) < 0)
+			return -1;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup */
+
+static int loop_init(struct loop *lp, size_t n_hb)
+{
+	struct queue *qs[] = { &lp->free_q, &lp->ready_q, &lp->done_q };
+
+	pthread_mutex_init(&lp->mu, NULL);
+	pthread_cond_init(&lp->resized, NULL);
+	lp->n_hb = n_hb;
+	lp->hb = calloc(n_hb, sizeof(*lp->hb));
+	if (!lp->hb)
+		return -1;
+	for (size_t i = 0; i < 3; i++) {
+		qs[i]->cap = n_hb;
+		qs[i]->v = calloc(n_hb, sizeof(*qs[i]->v));
+		pthread_cond_init(&qs[i]->cond, NULL);
+		if (!qs[i]->v)
+			return -1;
+	}
+	for (size_t i = 0; i < n_hb; i++) {
+		lp->hb[i].mb.user = &lp->hb[i];
+		q_push(lp, &lp->free_q, &lp->hb[i]);
+	}
+	return 0;
+}
+
+static void loop_free(struct loop *lp)
+{
+	struct queue *qs[] = { &lp->free_q, &lp->ready_q, &lp->done_q };
+
+	for (size_t i = 0; lp->hb && i < lp->n_hb; i++) {
+		if (lp->hb[i].allocated)
+			lp->be->batch_free(lp->be, &lp->hb[i].mb);
+		free(lp->hb[i].ent);
+		free(lp->hb[i].arena);
+	}
+	free(lp->hb);
+	for (size_t i = 0; i < 3; i++) {
+		free(qs[i]->v);
+		pthread_cond_destroy(&qs[i]->cond);
+	}
+	pthread_cond_destroy(&lp->resized);
+	pthread_mutex_destroy(&lp->mu);
+}
+
+/*
+ * Runs the three threads over the whole stream: 0, or -1 after an error
+ * (in lp->err). After an error the reader or the writer may be blocked in
+ * read(2) or write(2) on a stalled pipe, so they are not joined: the
+ * caller exits without freeing what they use.
+ */
+static int run_loop(struct loop *lp)
+{
+	struct pending pq = { .cap = lp->n_hb };
+	pthread_t rd, wr;
+	int e, ret;
+
+	pq.v = calloc(pq.cap, sizeof(*pq.v));
+	if (!pq.v) {
+		loop_fail(lp, "out of memory");
+		return -1;
+	}
+	if ((e = pthread_create(&rd, NULL, reader_main, lp)) ||
+	    (e = pthread_create(&wr, NULL, writer_main, lp))) {
+		loop_fail(lp, "cannot start a thread: %s", strerror(e));
+		free(pq.v);
+		return -1;
+	}
+	ret = compute_loop(lp, &pq);
+	if (ret == 0) {
+		pend_forward(lp, &pq);
+		q_close(lp, &lp->done_q);
+		pthread_join(wr, NULL);
+		pthread_join(rd, NULL);
+	}
+	free(pq.v);
+	return ret < 0 || aborted(lp) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Backends */
+
+/* Where gpumel-cuda.so should be: beside the program, or in
+ * ../lib/melpipe/ from it (an installed tree). */
+static int cuda_so_paths(char paths[2][SO_PATH_MAX])
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	snprintf(paths[0], SO_PATH_MAX, "%s/%s", exe, CUDA_SO);
+	snprintf(paths[1], SO_PATH_MAX, "%s/../lib/melpipe/%s", exe, CUDA_SO);
+	return 0;
+}
+
+/* Loads the CUDA backend; -1 with why in err. */
+static int open_cuda(const struct options *o, const mel_params *p,
+		     const mel_fb *fb, void **dl, mel_backend **be,
+		     char *err, size_t errlen)
+{
+	char paths[2][SO_PATH_MAX];
+	mel_cuda_open_fn fn;
+	void *sym;
+	int i;
+
+	if (cuda_so_paths(paths) < 0) {
+		snprintf(err, errlen, "cannot find the program's folder "
+			 "to look for %s", CUDA_SO);
+		return -1;
+	}
+	for (i = 0; i < 2 && access(paths[i], F_OK); i++)
+		;
+	if (i == 2) {
+		snprintf(err, errlen, "%s not found in '%.200s' nor '%.200s'",
+			 CUDA_SO, paths[0], paths[1]);
+		return -1;
+	}
+	*dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+	if (!*dl) {
+		snprintf(err, errlen, "%s", dlerror());
+		return -1;
+	}
+	sym = dlsym(*dl, MEL_CUDA_OPEN_SYMBOL);
+	if (!sym) {
+		snprintf(err, errlen, "'%.300s' has no symbol %s", paths[i],
+			 MEL_CUDA_OPEN_SYMBOL);
+		return -1;
+	}
+	memcpy(&fn, &sym, sizeof(fn));
+	return fn(p, fb, o->cuda_index, o->batch, be, err, errlen);
+}
+
+/* The backend that --device asks for; NULL after a message. */
+static mel_backend *open_backend(const struct options *o,
+				 const mel_params *p, const mel_fb *fb,
+				 void **dl)
+{
+	char err[512] = "";
+	mel_backend *be = NULL;
+
+	if (o->device != DEV_CPU) {
+		if (open_cuda(o, p, fb, dl, &be, err, sizeof(err)) == 0)
+			return be;
+		if (be)
+			be->destroy(be);
+		if (*dl)
+			dlclose(*dl);
+		*dl = NULL;
+		if (o->device == DEV_CUDA && o->cuda_index < 0) {
+			prog_err("no usable GPU for --device cuda: %s", err);
+			return NULL;
+		}
+		if (o->device == DEV_CUDA) {
+			prog_err("no usable GPU for --device cuda:%d: %s",
+				 o->cuda_index, err);
+			return NULL;
+		}
+		prog_warn("no usable GPU (%s); using the CPU backend", err);
+	}
+	if (mel_cpu_open(p, fb, o->jobs, &be, err, sizeof(err)) < 0) {
+		prog_err("%s", err);
+		return NULL;
+	}
+	return be;
+}
+
+/* ------------------------------------------------------------------ */
+/* Streams */
+
+static int open_output(const char *path)
+{
+	int fd;
+
+	if (!path) {
+		prog_refuse_tty(STDOUT_FILENO);
+		return STDOUT_FILENO;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	else
+		prog_refuse_tty(fd);
+	return fd;
+}
+
+static int open_input(const char *path)
+{
+	int fd;
+
+	if (!path)
+		return STDIN_FILENO;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	return fd;
+}
+
+/* The stream's sample rate from its header; -1 after a message. */
+static int stream_rate(const rec_header *h, const char *name, double *sr)
+{
+	const char *kind = rec_header_get(h, "kind");
+	const char *rate = rec_header_get(h, "sample_rate");
+	char *end;
+
+	if (!kind || strcmp(kind, "audio")) {
+		prog_err("%s: stream kind is '%s', gpumel reads 'audio' "
+			 "streams", name, kind ? kind : "(none)");
+		return -1;
+	}
+	if (!rate) {
+		prog_err("%s: the stream header has no sample_rate", name);
+		return -1;
+	}
+	errno = 0;
+	*sr = strtod(rate, &end);
+	if (errno || end == rate || *end || !(*sr > 0) || *sr > 1e7) {
+		prog_err("%s: invalid sample_rate '%s' in the stream header",
+			 name, rate);
+		return -1;
+	}
+	return 0;
+}
+
+/* The output header: the input's pairs, kind and dtype, every mel
+ * parameter, our producer and provenance entry. NULL: out of memory. */
+static rec_header *output_header(const rec_header *in, const mel_params *p,
+				 int argc, char **argv)
+{
+	rec_header *h = rec_header_dup(in);
+	char top[32];
+	int e = 0;
+
+	if (!h)
+		return NULL;
+	snprintf(top, sizeof(top), "%.17g", p->top_db);
+	e |= rec_header_set(h, "producer", "gpumel " MELPIPE_VERSION);
+	e |= rec_header_set(h, "kind", "features");
+	e |= rec_header_set(h, "dtype", rec_dtype_name(p->out_dtype));
+	e |= rec_header_set_u64(h, "n_fft", p->n_fft);
+	e |= rec_header_set_u64(h, "win_length", p->win_length);
+	e |= rec_header_set_u64(h, "hop_length", p->hop_length);
+	e |= rec_header_set(h, "window", window_names[p->window]);
+	e |= rec_header_set(h, "center", p->center ? "1" : "0");
+	e |= rec_header_set(h, "pad_mode", pad_names[p->pad_mode]);
+	e |= rec_header_set_u64(h, "n_mels", p->n_mels);
+	e |= rec_header_set_double(h, "fmin", p->fmin);
+	e |= rec_header_set_double(h, "fmax", p->fmax);
+	e |= rec_header_set(h, "mel_scale", scale_names[p->mel_scale]);
+	e |= rec_header_set(h, "norm", norm_names[p->norm]);
+	e |= rec_header_set_u64(h, "power", (uint64_t)p->power);
+	e |= rec_header_set(h, "log", log_names[p->log]);
+	e |= rec_header_set_double(h, "amin", p->amin);
+	e |= rec_header_set(h, "top_db", p->top_db < 0 ? "none" : top);
+	e |= rec_header_set(h, "bin_freqs", p->bin_freqs == MEL_BINS_TORCH ?
+			    "linspace" : "rfft");
+	e |= rec_header_add_stage(h, "gpumel", MELPIPE_VERSION, argc, argv);
+	if (e) {
+		rec_header_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void warn_empty_filters(const mel_fb *fb, const mel_params *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t m = 0; m < fb->n_mels; m++)
+		n += fb->count[m] == 0;
+	if (n)
+		prog_warn("%" PRIu32 " of %" PRIu32 " mel filters are empty "
+			  "(no FFT bin between their edges: too many mels "
+			  "for n_fft %" PRIu32 "); they give amin", n,
+			  fb->n_mels, p->n_fft);
+}
+
+static void human_bytes(char *buf, size_t n, uint64_t b)
+{
+	if (b >= 10ull << 30)
+		snprintf(buf, n, "%.1f GB", (double)b / 1e9);
+	else if (b >= 10ull << 20)
+		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+	else
+		snprintf(buf, n, "%" PRIu64 " bytes", b);
+}
+
+static void report(const struct loop *lp, double t_total)
+{
+	const struct stats *st = &lp->st;
+	char in_b[32], out_b[32];
+
+	if (prog_verbosity > 0) {
+		human_bytes(in_b, sizeof(in_b), rec_reader_offset(lp->rd));
+		human_bytes(out_b, sizeof(out_b), rec_writer_bytes(lp->wr));
+		prog_info("%s: read %" PRIu64 " records (%s), wrote %" PRIu64
+			  " records (%s) in %.2f s", lp->be->name,
+			  rec_reader_count(lp->rd), in_b,
+			  rec_writer_count(lp->wr), out_b, t_total);
+		prog_info("waiting for input %.2f s, computing %.2f s, "
+			  "waiting on output %.2f s (reader, compute and "
+			  "writer threads overlap; compute idle %.2f s)",
+			  st->t_read, st->t_compute, st->t_write,
+			  st->t_starved);
+		prog_info("reader: reading %.2f s, packing batches %.2f s "
+			  "(of which waiting for a free batch %.2f s, for "
+			  "its allocation %.2f s)", st->t_read, st->t_pack,
+			  st->t_out_blocked, st->t_alloc);
+	}
+	prog_warn("done %" PRIu64 ", skipped %" PRIu64 " (%" PRIu64
+		  " here, %" PRIu64 " from upstream)", st->features,
+		  st->skipped_out, st->skipped_here, st->skipped_in);
+}
+
+/* Everything that the run holds, for one cleanup path. */
+struct run {
+	int in_fd, out_fd;
+	rec_reader *rd;
+	rec_writer *wr;
+	rec_header *oh;
+	mel_fb *fb;
+	mel_backend *be;
+	void *dl;
+	struct loop lp;
+};
+
+static int open_streams(struct run *r, const struct options *o,
+			mel_params *p)
+{
+	rec_reader_opts ro = { .name = o->input ? o->input : "stdin" };
+	double sr;
+	int err;
+
+	r->out_fd = open_output(o->output);
+	if (r->out_fd < 0)
+		return -1;
+	r->in_fd = open_input(o->input);
+	if (r->in_fd < 0)
+		return -1;
+	err = rec_reader_open(&r->rd, r->in_fd, &ro);
+	if (err) {
+		prog_err("%s", rec_reader_detail(r->rd)[0] ?
+			 rec_reader_detail(r->rd) : rec_strerror(err));
+		return -1;
+	}
+	if (stream_rate(rec_reader_header(r->rd), ro.name, &sr) < 0 ||
+	    resolve_rate(o, p, sr) < 0)
+		return -1;
+	return 0;
+}
+
+static int open_compute(struct run *r, const struct options *o,
+			const mel_params *p)
+{
+	if (mel_fb_build(p, &r->fb) < 0) {
+		prog_err("out of memory for the mel filterbank");
+		return -1;
+	}
+	warn_empty_filters(r->fb, p);
+	r->be = open_backend(o, p, r->fb, &r->dl);
+	if (!r->be)
+		return -1;
+	prog_info("backend %s", r->be->name);
+	return 0;
+}
+
+static int open_writer(struct run *r, const struct options *o,
+		       const mel_params *p, int argc, char **argv)
+{
+	rec_writer_opts wo = { .buffer_size = WRITE_BUFFER,
+			       .name = o->output ? o->output : "stdout" };
+	int err;
+
+	r->oh = output_header(rec_reader_header(r->rd), p, argc, argv);
+	if (!r->oh) {
+		prog_err("out of memory for the stream header");
+		return -1;
+	}
+	err = rec_writer_open(&r->wr, r->out_fd, r->oh, &wo);
+	if (err) {
+		prog_err("%s", rec_writer_detail(r->wr)[0] ?
+			 rec_writer_detail(r->wr) : rec_strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
+static int run_stream(struct run *r, const struct options *o,
+		      const mel_params *p)
+{
+	struct loop *lp = &r->lp;
+	double t0 = prog_now();
+
+	lp->p = *p;
+	lp->be = r->be;
+	lp->rd = r->rd;
+	lp->wr = r->wr;
+	lp->out_size = rec_dtype_size(p->out_dtype);
+	lp->timing = prog_verbosity > 0;
+	lp->batch_recs = o->batch;
+	lp->target_in = BATCH_BYTES;
+	if (loop_init(lp, (size_t)r->be->depth + 3) < 0) {
+		prog_err("out of memory for the batches");
+		return -1;
+	}
+	if (run_loop(lp) < 0) {
+		prog_err("%s", lp->err);
+		/* the other threads may still be running: see run_loop() */
+		exit(EXIT_FAIL);
+	}
+	report(lp, prog_now() - t0);
+	return 0;
+}
+
+static void run_close(struct run *r)
+{
+	if (r->lp.hb)
+		loop_free(&r->lp);
+	rec_writer_close(r->wr);
+	rec_reader_close(r->rd);
+	rec_header_free(r->oh);
+	if (r->be)
+		r->be->destroy(r->be);
+	if (r->dl)
+		dlclose(r->dl);
+	mel_fb_free(r->fb);
+	if (r->in_fd > STDIN_FILENO)
+		close(r->in_fd);
+	if (r->out_fd > STDOUT_FILENO && close(r->out_fd) < 0) {
+		prog_err("error closing the output: %s", strerror(errno));
+		exit(EXIT_FAIL);
+	}
+}
+
+/*
+ * gpumel [OPTIONS] [FILE]: reads an audio record stream, writes a
+ * features stream with the mel spectrogram of every audio record.
+ */
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct run r = { .in_fd = -1, .out_fd = -1 };
+	mel_params p;
+	int ret = EXIT_FAIL;
+
+	prog_init("gpumel");
+	parse_args(argc, argv, &o);
+	resolve_defaults(&o, &p);
+	check_usage(&o, &p);
+	if (open_streams(&r, &o, &p) < 0 || open_compute(&r, &o, &p) < 0 ||
+	    open_writer(&r, &o, &p, argc, argv) < 0 ||
+	    run_stream(&r, &o, &p) < 0)
+		goto out;
+	ret = EXIT_OK;
+out:
+	run_close(&r);
+	return ret;
+}

@@ -1,0 +1,59 @@
+/*
+ * h5out.h - the melpipe HDF5 dataset layout (formats/hdf5.md), written
+ * record by record.
+ *
+ * Rows (audio or features records) are buffered per split group and
+ * appended to chunked, extendible datasets many thousands at a time; the
+ * clip, label and skipped-input tables and the attributes are written by
+ * h5out_finish(), which closes the file. The functions print their own
+ * `prog: message` naming the dataset file and return 0 or -1.
+ */
+#ifndef MELPIPE_H5OUT_H
+#define MELPIPE_H5OUT_H
+
+#include <stdint.h>
+
+#include "../../lib/rec.h"
+
+enum h5out_compress { H5OUT_NONE, H5OUT_GZIP, H5OUT_ZSTD };
+
+struct h5out_opts {
+	int compress;            /* enum h5out_compress */
+	unsigned level;          /* gzip 1..9, zstd 1..22 */
+	int kind;                /* REC_T_FEATURES or REC_T_AUDIO */
+	int dtype;               /* element type every record must have */
+	int splits;              /* training/validation/testing groups */
+	uint64_t clips_expected; /* the header's clips; 0 when unknown */
+	size_t chunk_bytes;      /* target size of a features chunk */
+};
+
+/* What the file holds, for the summary line. */
+struct h5out_counts {
+	uint64_t rows[4];     /* per split: all, training, validation, test */
+	int has_group[4];
+	uint64_t clips;       /* rows of /clips */
+	uint64_t clips_seen;  /* clip indices that appeared in the stream */
+	uint64_t skipped;     /* rows of /skipped */
+};
+
+typedef struct h5out h5out;
+
+/* Creates the HDF5 file at path (the library's name for the temporary
+ * file); name is the dataset's name in messages. */
+int h5out_create(h5out **out, const char *path, const char *name,
+		 const struct h5out_opts *o);
+/* Adds one data record: a row of its split's group (audio, features) or
+ * a row of /skipped; either way its clip's row of /clips. A record whose
+ * element type or shape differs from the first one's is an error. */
+int h5out_add(h5out *h, const rec_item *it);
+/* Writes the remaining rows, the tables and the attributes (hdr: the
+ * stream header with h5pack's own stage added) and closes the file. */
+int h5out_finish(h5out *h, const rec_header *hdr);
+/* Frees h and closes whatever is still open, without reporting; accepts
+ * NULL. After a failure the file's contents are undefined. */
+void h5out_close(h5out *h);
+void h5out_counts(const h5out *h, struct h5out_counts *c);
+/* Seconds spent inside the HDF5 library (writing, compressing). */
+double h5out_write_time(const h5out *h);
+
+#endif

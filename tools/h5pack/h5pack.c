@@ -1,0 +1,462 @@
+/*
+ * h5pack - turn a melpipe features (or audio) stream into one HDF5 dataset
+ * file laid out as formats/hdf5.md specifies.
+ *
+ * Rows are grouped by split, buffered and written in large chunked writes,
+ * optionally compressed (gzip, or zstd through our own registration of
+ * HDF5 filter 32015). The file is written under a temporary name in the
+ * target's folder and renamed into place only after the stream's trailer
+ * has been read and verified and the file closed and synced: a dataset at
+ * the target's path is always complete (see outfile.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../lib/rec.h"
+#include "../common/prog.h"
+#include "h5out.h"
+#include "outfile.h"
+#include "zstd_filter.h"
+
+#define PROGRESS_EVERY 64       /* records between looks at the clock */
+#define PROGRESS_INTERVAL 0.1   /* seconds between redraws */
+
+struct options {
+	const char *output;
+	const char *input;      /* NULL: stdin */
+	int no_clobber;
+	int compress;           /* enum h5out_compress */
+	unsigned level;
+	size_t chunk_bytes;
+};
+
+struct progress {
+	int on;
+	double start, last;
+	uint64_t expected;      /* clips, 0 when the header does not say */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: %s -o OUT.h5 [OPTIONS] [FILE]\n"
+"Write a melpipe stream of features (or audio) as one HDF5 dataset file.\n"
+"\n"
+"Reads the stream from FILE (or standard input, also for '-'). The file has\n"
+"a group per split (training, validation, testing; 'all' when the stream\n"
+"has no splits) with features [N, n_mels, n_frames] in the stream's element\n"
+"type and label, clip, segment, offset per row; /labels, /clips (path,\n"
+"label, split, n_samples, sample_rate per clip) and /skipped (path, reason\n"
+"per unusable input); the stream's parameters and provenance as root\n"
+"attributes. An audio stream gives rows of samples [N, n_samples] (every\n"
+"record must then have the same length). formats/hdf5.md has the details.\n"
+"\n"
+"OUT.h5 appears only once the whole stream has arrived intact and the file\n"
+"is written and synced; until then it is a temporary file in the same\n"
+"folder. A failed or interrupted run leaves no OUT.h5, or the previous one\n"
+"untouched. An existing OUT.h5 is replaced (atomically) unless -n is given.\n"
+"\n"
+"Options:\n"
+"  -c, --compress=SPEC   none, gzip[:LEVEL] (1-9, default 4) or\n"
+"                        zstd[:LEVEL] (1-22, default 3); default: none.\n"
+"                        compressed datasets are byte-shuffled first.\n"
+"                        zstd is HDF5 filter 32015: h5py reads it after\n"
+"                        'import hdf5plugin', other HDF5 programs with\n"
+"                        HDF5_PLUGIN_PATH set to melpipe's plugin folder\n"
+"                        (bin/plugins; PREFIX/lib/melpipe/hdf5-plugins\n"
+"                        when installed)\n"
+"      --chunk-size=SIZE bytes of features per chunk, 4K to 16M (default\n"
+"                        1M); the unit of compression and of reads\n"
+"  -n, --no-clobber      fail instead of replacing an existing OUT.h5\n"
+"  -o, --output=OUT.h5   the dataset file to write (required)\n"
+"  -q, --quiet           no warnings, no progress, no summary line\n"
+"  -v, --verbose         report records, bytes and time spent at the end\n"
+"  -h, --help            show this help and exit\n"
+"  -V, --version         show the version and exit\n"
+"\n"
+"With a terminal on standard error a progress line shows clips done of\n"
+"those announced, the rate and the time left.\n"
+"\n"
+"Example:\n"
+"  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
+"      h5pack -o speech.h5\n"
+"\n"
+"Exit status: 0 written, 1 failure (bad or truncated stream, write error;\n"
+"no OUT.h5 written), 2 usage error. Killed by SIGINT, SIGTERM, SIGHUP or\n"
+"SIGQUIT it removes its temporary file and dies of the signal.\n",
+		prog_name);
+}
+
+static void parse_compress(const char *spec, struct options *o)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+
+	if (n == 4 && !strncmp(spec, "none", 4) && !colon) {
+		o->compress = H5OUT_NONE;
+	} else if (n == 4 && !strncmp(spec, "gzip", 4)) {
+		o->compress = H5OUT_GZIP;
+		o->level = colon ? (unsigned)prog_arg_u64("--compress gzip "
+							  "level", colon + 1,
+							  1, 9) : 4;
+	} else if (n == 4 && !strncmp(spec, "zstd", 4)) {
+		o->compress = H5OUT_ZSTD;
+		o->level = colon ? (unsigned)prog_arg_u64("--compress zstd "
+							  "level", colon + 1,
+							  1, 22) : 3;
+	} else {
+		prog_usage_error("invalid value '%s' for --compress: "
+				 "expected none, gzip[:LEVEL] or "
+				 "zstd[:LEVEL]", spec);
+	}
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_CHUNK = 256 };
+	static const struct option longopts[] = {
+		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
+		{ "compress", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "no-clobber", no_argument, NULL, 'n' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:hno:qVv", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case OPT_CHUNK:
+			o->chunk_bytes = (size_t)prog_arg_size("--chunk-size",
+							       optarg, 4096,
+							       16u << 20);
+			break;
+		case 'c':
+			parse_compress(optarg, o);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		case 'n':
+			o->no_clobber = 1;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'q':
+			prog_verbosity = -1;
+			break;
+		case 'V':
+			prog_version();
+			exit(EXIT_OK);
+		case 'v':
+			if (prog_verbosity >= 0)
+				prog_verbosity++;
+			break;
+		default:
+			prog_usage_error("unknown or incomplete option");
+		}
+	}
+	if (!o->output)
+		prog_usage_error("-o OUT.h5 is required");
+	if (!o->output[0])
+		prog_usage_error("-o needs a file name");
+	if (argc - optind > 1)
+		prog_usage_error("too many arguments: one input at most");
+	if (optind < argc && strcmp(argv[optind], "-"))
+		o->input = argv[optind];
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress on a terminal */
+
+static void progress_init(struct progress *p, uint64_t expected)
+{
+	p->on = prog_verbosity >= 0 && isatty(STDERR_FILENO);
+	p->start = p->last = prog_now();
+	p->expected = expected;
+}
+
+static void progress_draw(struct progress *p, const h5out *h, double now)
+{
+	struct h5out_counts c;
+	uint64_t rows = 0;
+	double rate;
+
+	h5out_counts(h, &c);
+	for (int s = 0; s < 4; s++)
+		rows += c.rows[s];
+	rate = now > p->start ? (double)c.clips_seen / (now - p->start) : 0;
+	fprintf(stderr, "\r%s: %" PRIu64, prog_name, c.clips_seen);
+	if (p->expected)
+		fprintf(stderr, "/%" PRIu64 " clips (%.0f%%)", p->expected,
+			100.0 * (double)c.clips_seen / (double)p->expected);
+	else
+		fprintf(stderr, " clips");
+	fprintf(stderr, ", %" PRIu64 " rows, %.0f clips/s", rows, rate);
+	if (p->expected && rate > 0 && c.clips_seen <= p->expected) {
+		double left = (double)(p->expected - c.clips_seen) / rate;
+
+		fprintf(stderr, ", ETA %d:%02d", (int)left / 60,
+			(int)left % 60);
+	}
+	fprintf(stderr, "\033[K");
+	p->last = now;
+}
+
+static void progress_tick(struct progress *p, const h5out *h, uint64_t n)
+{
+	double now;
+
+	if (!p->on || n % PROGRESS_EVERY)
+		return;
+	now = prog_now();
+	if (now - p->last >= PROGRESS_INTERVAL)
+		progress_draw(p, h, now);
+}
+
+static void progress_end(struct progress *p)
+{
+	if (p->on)
+		fprintf(stderr, "\r\033[K");
+	p->on = 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int open_input(const char *path)
+{
+	int fd;
+
+	if (!path) {
+		if (isatty(STDIN_FILENO))
+			prog_usage_error("refusing to read records from a "
+					 "terminal; redirect or pipe the "
+					 "input");
+		return STDIN_FILENO;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	return fd;
+}
+
+/* The writer's settings from the stream header; -1 on a stream h5pack
+ * cannot turn into a dataset. */
+static int stream_settings(const rec_header *hdr, const char *in_name,
+			   const struct options *o, struct h5out_opts *ho)
+{
+	const char *kind = rec_header_get(hdr, "kind");
+	const char *dtype = rec_header_get(hdr, "dtype");
+	const char *splits = rec_header_get(hdr, "splits");
+	const char *clips = rec_header_get(hdr, "clips");
+	char *end;
+
+	if (kind && !strcmp(kind, "features"))
+		ho->kind = REC_T_FEATURES;
+	else if (kind && !strcmp(kind, "audio"))
+		ho->kind = REC_T_AUDIO;
+	else {
+		prog_err("%s: stream kind is '%s'; h5pack takes 'features' "
+			 "or 'audio'", in_name, kind ? kind : "(none)");
+		return -1;
+	}
+	ho->dtype = dtype ? rec_dtype_parse(dtype) : 0;
+	if (!ho->dtype) {
+		prog_err("%s: stream header has no usable dtype ('%s')",
+			 in_name, dtype ? dtype : "(none)");
+		return -1;
+	}
+	ho->splits = splits && strcmp(splits, "none");
+	ho->clips_expected = 0;
+	if (clips) {
+		errno = 0;
+		ho->clips_expected = strtoull(clips, &end, 10);
+		if (errno || end == clips || *end || clips[0] == '-') {
+			prog_err("%s: stream header has clips='%s', not a "
+				 "count", in_name, clips);
+			return -1;
+		}
+	}
+	ho->compress = o->compress;
+	ho->level = o->level;
+	ho->chunk_bytes = o->chunk_bytes;
+	return 0;
+}
+
+/* The header as the file records it: h5pack is the last stage. */
+static rec_header *file_header(const rec_header *in, int argc, char **argv)
+{
+	rec_header *h = rec_header_dup(in);
+
+	if (h && (rec_header_set(h, "producer", "h5pack " MELPIPE_VERSION) ||
+		  rec_header_add_stage(h, "h5pack", MELPIPE_VERSION, argc,
+				       argv))) {
+		rec_header_free(h);
+		h = NULL;
+	}
+	if (!h)
+		prog_err("out of memory");
+	return h;
+}
+
+struct run_stats {
+	double t_in;
+	uint64_t records;
+};
+
+static int pack_records(rec_reader *r, h5out *h, struct progress *p,
+			struct run_stats *st)
+{
+	int timing = prog_verbosity > 0;
+	rec_item it;
+
+	for (;;) {
+		double t0 = timing ? prog_now() : 0;
+		int err = rec_read(r, &it);
+
+		if (timing)
+			st->t_in += prog_now() - t0;
+		if (err == REC_END)
+			return 0;
+		if (err) {
+			prog_err("%s", rec_reader_detail(r));
+			return -1;
+		}
+		if (h5out_add(h, &it))
+			return -1;
+		progress_tick(p, h, ++st->records);
+	}
+}
+
+static void summary(const char *name, const h5out *h)
+{
+	static const char *const names[4] = {
+		"unsplit", "training", "validation", "testing"
+	};
+	struct h5out_counts c;
+	char rows[256] = "";
+	size_t len = 0;
+
+	h5out_counts(h, &c);
+	if (!c.has_group[1] && !c.has_group[2] && !c.has_group[3]) {
+		snprintf(rows, sizeof(rows), "%" PRIu64 " rows", c.rows[0]);
+	} else {
+		for (int s = 1; s < 5; s++) {
+			int i = s & 3; /* training, validation, testing, all */
+
+			if (!c.has_group[i])
+				continue;
+			len += (size_t)snprintf(rows + len, sizeof(rows) - len,
+						"%s%" PRIu64 " %s", len ? ", " :
+						"", c.rows[i], names[i]);
+		}
+		snprintf(rows + len, sizeof(rows) - len, " rows");
+	}
+	prog_warn("wrote '%s': %s from %" PRIu64 " clips, %" PRIu64
+		  " skipped", name, rows, c.clips, c.skipped);
+}
+
+static void report(const rec_reader *r, const h5out *h,
+		   const struct run_stats *st, double total,
+		   const char *name)
+{
+	double t_h5 = h5out_write_time(h);
+	double work = total - st->t_in - t_h5;
+	struct stat sb;
+
+	if (prog_verbosity < 1)
+		return;
+	prog_info("read %" PRIu64 " records (%" PRIu64 " bytes), wrote %lld "
+		  "bytes; waiting for input %.2f s, working %.2f s, writing "
+		  "%.2f s", rec_reader_count(r), rec_reader_offset(r),
+		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
+		  st->t_in, work > 0 ? work : 0, t_h5);
+}
+
+static int run(const struct options *o, int argc, char **argv)
+{
+	const char *in_name = o->input ? o->input : "stdin";
+	rec_reader_opts ro = { .name = in_name };
+	struct h5out_opts ho = { 0 };
+	struct run_stats st = { 0 };
+	struct progress p = { 0 };
+	rec_reader *r = NULL;
+	rec_header *hdr = NULL;
+	h5out *h = NULL;
+	double t_start = prog_now();
+	int in_fd, ret = EXIT_FAIL, err, have_out = 0;
+
+	in_fd = open_input(o->input);
+	if (in_fd < 0)
+		goto out;
+	err = rec_reader_open(&r, in_fd, &ro);
+	if (err) {
+		prog_err("%s", rec_reader_detail(r));
+		goto out;
+	}
+	if (stream_settings(rec_reader_header(r), in_name, o, &ho))
+		goto out;
+	hdr = file_header(rec_reader_header(r), argc, argv);
+	if (!hdr || outfile_open(o->output, o->no_clobber))
+		goto out;
+	have_out = 1;
+	if (h5out_create(&h, outfile_path(), o->output, &ho))
+		goto out;
+	progress_init(&p, ho.clips_expected);
+	err = pack_records(r, h, &p, &st);
+	progress_end(&p);
+	if (err || h5out_finish(h, hdr) || outfile_commit())
+		goto out;
+	have_out = 0;
+	report(r, h, &st, prog_now() - t_start, o->output);
+	summary(o->output, h);
+	ret = EXIT_OK;
+out:
+	progress_end(&p);
+	h5out_close(h);
+	if (have_out)
+		outfile_abort();
+	rec_header_free(hdr);
+	rec_reader_close(r);
+	if (in_fd > STDIN_FILENO)
+		close(in_fd);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .compress = H5OUT_NONE, .chunk_bytes = 1u << 20 };
+	int ret;
+
+	prog_init("h5pack");
+	parse_args(argc, argv, &o);
+	/* after a failed write the library's teardown at exit can crash on
+	 * the objects it failed to close: run it only after success (this
+	 * must come before any other call initialises the library) */
+	H5dont_atexit();
+	/* our messages name the file and the reason (h5out.c takes them from
+	 * the library's error stack); its own dumps would bury them */
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	if (h5z_zstd_register())
+		prog_die("unable to register the zstd filter with HDF5");
+	if (o.compress == H5OUT_GZIP &&
+	    H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
+		prog_die("this HDF5 library has no gzip (deflate) filter");
+	ret = run(&o, argc, argv);
+	if (ret == EXIT_OK)
+		H5close();
+	return ret;
+}

@@ -1,0 +1,492 @@
+/*
+ * recdump - print and verify a melpipe record stream.
+ *
+ * Reads a stream (stdin, or a file) and prints it as text: the header's
+ * key/value pairs, one line per data record and the trailer. Every record
+ * is checked as any stage would check it; the first fault is reported as
+ * "recdump: NAME: record N at byte B: reason" and the exit status is 1.
+ * A stream that is valid to its end gives exit status 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/half.h"
+#include "../../lib/opt.h"
+#include "../../lib/rec.h"
+#include "../common/prog.h"
+
+enum mode { MODE_LIST, MODE_SUMMARY, MODE_QUIET };
+
+struct opts {
+	enum mode mode;
+	int stats;
+	uint64_t limit;         /* data records to read; 0 = all */
+	uint64_t max_data;
+	const char *path;       /* NULL: stdin */
+};
+
+/* Totals for --summary. */
+struct totals {
+	uint64_t by_type[REC_T_TRAILER + 1];
+	uint64_t by_split[REC_SPLIT_TESTING + 1];
+	uint64_t *by_label;     /* n_labels + 1 entries; the last: no label */
+	size_t n_labels;
+	uint64_t label_other;   /* label ids outside the table */
+	uint64_t payload_bytes;
+	uint64_t clips;         /* distinct clip indices */
+	uint64_t last_clip;     /* records come in clip order */
+};
+
+enum { OPT_STATS = 256, OPT_MAX_RECORD };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: %s [OPTION]... [FILE]\n"
+"Print a melpipe record stream as text and verify it.\n"
+"\n"
+"Reads FILE, or standard input when FILE is absent or '-', checks every\n"
+"record (checksums, lengths, fields, order, trailer counts) and prints the\n"
+"header's key/value pairs, one line per data record and the trailer.\n"
+"Records are numbered in stream order, the header being record 0, as in\n"
+"the error messages of every melpipe program.\n"
+"\n"
+"Options:\n"
+"  -h, --help            show this help and exit\n"
+"      --max-record SIZE refuse payloads over SIZE bytes (K/M/G suffixes;\n"
+"                        default 256M)\n"
+"  -n, --limit N         stop after N data records (the rest is not read\n"
+"                        nor verified)\n"
+"  -q, --quiet           print nothing but errors: only verify\n"
+"  -s, --summary         print the header and totals per type, split and\n"
+"                        label instead of a line per record\n"
+"      --stats           add min, max, mean and NaN/Inf counts of each\n"
+"                        record's values (s16 as integers)\n"
+"  -v, --verbose         report records, bytes and time on stderr\n"
+"  -V, --version         print the version and exit\n"
+"\n"
+"Strings are printed with C escapes (\\n, \\t, \\\\, \\\", \\xNN for other\n"
+"control bytes and invalid UTF-8); keys and reasons are in double quotes.\n"
+"\n"
+"A stream whose header announces a number of clips should have records\n"
+"(skipped ones included) for clips 0 to that number - 1; a warning says\n"
+"when it does not. -q silences it.\n"
+"\n"
+"Exit status: 0 for a valid stream, 1 for an invalid one or a read error,\n"
+"2 for a bad command line.\n"
+"\n"
+"Examples:\n"
+"  wavcat DATA/ | recdump -s\n"
+"  recdump -q clips.rec && echo valid\n"
+"  gpumel < clips.rec | recdump --stats -n 10\n",
+		prog_name);
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "max-record", required_argument, NULL, OPT_MAX_RECORD },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "summary", no_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->max_data = REC_DEFAULT_MAX_DATA;
+	while ((c = getopt_long(argc, argv, "hn:qsvV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		case 'n':
+			o->limit = prog_arg_u64("--limit", optarg, 1,
+						UINT64_MAX);
+			break;
+		case OPT_MAX_RECORD:
+			o->max_data = prog_arg_size("--max-record", optarg, 1,
+						    UINT32_MAX);
+			break;
+		case 'q':
+			o->mode = MODE_QUIET;
+			prog_verbosity = -1;
+			break;
+		case OPT_STATS:
+			o->stats = 1;
+			break;
+		case 's':
+			o->mode = MODE_SUMMARY;
+			break;
+		case 'v':
+			prog_verbosity = prog_verbosity < 0 ? 1
+					 : prog_verbosity + 1;
+			break;
+		case 'V':
+			prog_version();
+			exit(EXIT_OK);
+		default:
+			prog_usage_error("unknown option");
+		}
+	}
+	if (argc - optind > 1)
+		prog_usage_error("one input at most (got %d)", argc - optind);
+	if (optind < argc && strcmp(argv[optind], "-") != 0)
+		o->path = argv[optind];
+}
+
+/* ------------------------------------------------------------------ */
+/* Escaped strings */
+
+/* Length of the valid UTF-8 sequence of 2..4 bytes at s, or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* No overlong forms, surrogates or code points past U+10FFFF. */
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/* Prints n bytes of s so that a line stays a line: control bytes and
+ * invalid UTF-8 as escapes, valid UTF-8 as it is. */
+static void put_escaped(FILE *f, const char *str, size_t n, int quote)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	if (quote)
+		putc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		size_t u;
+
+		switch (c) {
+		case '\n': fputs("\\n", f); continue;
+		case '\t': fputs("\\t", f); continue;
+		case '\r': fputs("\\r", f); continue;
+		case '\\': fputs("\\\\", f); continue;
+		case '"':
+			fputs(quote ? "\\\"" : "\"", f);
+			continue;
+		}
+		if (c >= 0x20 && c < 0x7f) {
+			putc(c, f);
+		} else if (c >= 0x80 && (u = utf8_len(s + i, n - i)) > 0) {
+			fwrite(s + i, 1, u, f);
+			i += u - 1;
+		} else {
+			fprintf(f, "\\x%02x", c);
+		}
+	}
+	if (quote)
+		putc('"', f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Printing */
+
+static void print_header(const rec_header *h)
+{
+	size_t n = rec_header_len(h);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *k, *v;
+
+		rec_header_entry(h, i, &k, &v);
+		printf("header %s=", k);
+		put_escaped(stdout, v, strlen(v), 0);
+		putchar('\n');
+	}
+}
+
+static const char *label_name(const rec_header *h, int32_t label)
+{
+	if (label < 0)
+		return NULL;
+	return rec_header_get_nth(h, "label", (size_t)label);
+}
+
+/* Decodes element i of a payload of dtype to a double. */
+static double element(const void *data, int dtype, size_t i)
+{
+	const unsigned char *p = data;
+	int16_t s;
+	uint16_t u;
+	float f;
+
+	switch (dtype) {
+	case REC_S16:
+		memcpy(&s, p + 2 * i, 2);
+		return s;
+	case REC_F32:
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	case REC_F16:
+		memcpy(&u, p + 2 * i, 2);
+		return half_to_f32(u);
+	case REC_BF16:
+		memcpy(&u, p + 2 * i, 2);
+		return bf16_to_f32(u);
+	}
+	return NAN;
+}
+
+/* min, max and mean of the finite values; counts of NaN and Inf. */
+static void print_stats(const rec_item *it)
+{
+	size_t n = it->data_len / rec_dtype_size(it->dtype);
+	double mn = INFINITY, mx = -INFINITY, sum = 0;
+	uint64_t nan = 0, inf = 0, fin = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double v = element(it->data, it->dtype, i);
+
+		if (isnan(v)) {
+			nan++;
+		} else if (isinf(v)) {
+			inf++;
+		} else {
+			mn = v < mn ? v : mn;
+			mx = v > mx ? v : mx;
+			sum += v;
+			fin++;
+		}
+	}
+	if (fin)
+		printf(" min=%.9g max=%.9g mean=%.9g", mn, mx,
+		       sum / (double)fin);
+	else
+		printf(" min=none max=none mean=none");
+	printf(" nan=%" PRIu64 " inf=%" PRIu64, nan, inf);
+}
+
+static void print_item(const rec_header *h, const rec_item *it,
+		       uint64_t index, int stats)
+{
+	const char *lname = label_name(h, it->label);
+
+	printf("%" PRIu64 " %s clip=%" PRIu64, index,
+	       it->type == REC_T_AUDIO ? "audio"
+	       : it->type == REC_T_FEATURES ? "features" : "skipped",
+	       it->clip);
+	if (it->type != REC_T_SKIPPED)
+		printf(" segment=%" PRIu32 " offset=%" PRIu64, it->segment,
+		       it->offset);
+	printf(" clip_samples=%" PRIu64 " rate=%" PRIu32 " label=%" PRId32,
+	       it->clip_samples, it->sample_rate, it->label);
+	if (lname) {
+		putchar('(');
+		put_escaped(stdout, lname, strlen(lname), 0);
+		putchar(')');
+	}
+	printf(" split=%s", rec_split_name(it->split));
+	if (it->type != REC_T_SKIPPED) {
+		printf(" dtype=%s dims=%" PRIu32 "x%" PRIu32,
+		       rec_dtype_name(it->dtype), it->dim0, it->dim1);
+		if (stats)
+			print_stats(it);
+	}
+	printf(" key=");
+	put_escaped(stdout, it->key, it->key_len, 1);
+	if (it->type == REC_T_SKIPPED) {
+		printf(" reason=");
+		put_escaped(stdout, it->data, it->data_len, 1);
+	}
+	putchar('\n');
+}
+
+static void print_trailer(const rec_trailer *t)
+{
+	printf("trailer records=%" PRIu64 " items=%" PRIu64 " skipped=%"
+	       PRIu64 " checksum=0x%08" PRIx32 "\n", t->n_records,
+	       t->n_items, t->n_skipped, t->checksum);
+}
+
+/* ------------------------------------------------------------------ */
+/* Summary */
+
+static int totals_init(struct totals *t, const rec_header *h)
+{
+	memset(t, 0, sizeof(*t));
+	t->n_labels = rec_header_count(h, "label");
+	t->by_label = calloc(t->n_labels + 1, sizeof(*t->by_label));
+	return t->by_label ? 0 : -1;
+}
+
+static void totals_add(struct totals *t, const rec_item *it)
+{
+	if (t->clips == 0 || it->clip != t->last_clip)
+		t->clips++;
+	t->last_clip = it->clip;
+	t->by_type[it->type]++;
+	t->by_split[it->split]++;
+	if (it->label < 0)
+		t->by_label[t->n_labels]++;
+	else if ((size_t)it->label < t->n_labels)
+		t->by_label[it->label]++;
+	else
+		t->label_other++;
+	t->payload_bytes += it->data_len;
+}
+
+static void totals_print(const struct totals *t, const rec_header *h)
+{
+	for (int ty = REC_T_AUDIO; ty <= REC_T_SKIPPED; ty++)
+		printf("type %s %" PRIu64 "\n", ty == REC_T_AUDIO ? "audio"
+		       : ty == REC_T_FEATURES ? "features" : "skipped",
+		       t->by_type[ty]);
+	for (int s = 0; s <= REC_SPLIT_TESTING; s++)
+		printf("split %s %" PRIu64 "\n", rec_split_name(s),
+		       t->by_split[s]);
+	for (size_t l = 0; l < t->n_labels; l++) {
+		const char *name = rec_header_get_nth(h, "label", l);
+
+		printf("label %zu ", l);
+		put_escaped(stdout, name, strlen(name), 1);
+		printf(" %" PRIu64 "\n", t->by_label[l]);
+	}
+	printf("label none %" PRIu64 "\n", t->by_label[t->n_labels]);
+	if (t->label_other)
+		printf("label unknown %" PRIu64 "\n", t->label_other);
+	printf("clips %" PRIu64 "\n", t->clips);
+	printf("payload_bytes %" PRIu64 "\n", t->payload_bytes);
+}
+
+/*
+ * A stream accounts for every input: with a "clips" count in the header,
+ * the records (skipped ones included) must cover clip indices 0..clips-1.
+ * A shortfall is a producer's bug rather than a malformed stream, so it
+ * is a warning, not a failure.
+ */
+static void check_clips(const struct totals *t, const rec_header *h,
+			const char *name)
+{
+	const char *v = rec_header_get(h, "clips");
+	uint64_t want;
+
+	if (v == NULL || opt_parse_u64(v, 0, UINT64_MAX, 0, &want) != 0)
+		return;
+	if (t->clips == want && (want == 0 || t->last_clip == want - 1))
+		return;
+	prog_warn("%s: the header announces %" PRIu64 " clips, the records "
+		  "cover %" PRIu64 " (highest index %" PRIu64 ")", name, want,
+		  t->clips, t->clips ? t->last_clip : 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+/* Output errors (a closed pipe, a full disk) end the run. */
+static void check_stdout(void)
+{
+	if (ferror(stdout))
+		prog_die("unable to write to standard output: %s",
+			 strerror(errno));
+}
+
+/* Reads and prints the stream; returns the exit status. */
+static int dump(int fd, const char *name, const struct opts *o)
+{
+	rec_reader_opts ro = { .max_data = o->max_data, .name = name };
+	rec_reader *r = NULL;
+	struct totals t = { 0 };
+	const rec_header *h;
+	rec_item it;
+	double t0 = prog_now();
+	int err, status = EXIT_FAIL;
+
+	err = rec_reader_open(&r, fd, &ro);
+	if (err) {
+		prog_err("%s", rec_reader_detail(r));
+		goto out;
+	}
+	h = rec_reader_header(r);
+	if (o->mode != MODE_QUIET)
+		print_header(h);
+	if (totals_init(&t, h))
+		prog_die("out of memory");
+	while (o->limit == 0 || rec_reader_count(r) < o->limit) {
+		err = rec_read(r, &it);
+		if (err)
+			break;
+		if (o->mode == MODE_LIST)
+			print_item(h, &it, rec_reader_count(r), o->stats);
+		totals_add(&t, &it);
+		check_stdout();
+	}
+	if (o->mode == MODE_SUMMARY)
+		totals_print(&t, h);
+	if (err == REC_END) {
+		if (o->mode != MODE_QUIET)
+			print_trailer(rec_reader_trailer(r));
+		check_clips(&t, h, name);
+		status = EXIT_OK;
+	} else if (err == REC_OK) {
+		if (o->mode != MODE_QUIET)
+			printf("stopped after %" PRIu64 " records (--limit)\n",
+			       rec_reader_count(r));
+		status = EXIT_OK;
+	} else {
+		prog_err("%s", rec_reader_detail(r));
+	}
+	prog_info("%" PRIu64 " records, %" PRIu64 " bytes in %.3f s",
+		  rec_reader_count(r), rec_reader_offset(r), prog_now() - t0);
+out:
+	if (fflush(stdout) != 0 || ferror(stdout))
+		prog_die("unable to write to standard output: %s",
+			 strerror(errno));
+	free(t.by_label);
+	rec_reader_close(r);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	static char outbuf[1 << 16];
+	struct opts o;
+	int fd = STDIN_FILENO, status;
+	const char *name = "stdin";
+
+	prog_init("recdump");
+	parse_args(argc, argv, &o);
+	if (o.path) {
+		fd = open(o.path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			prog_die("unable to open '%s': %s", o.path,
+				 strerror(errno));
+		name = o.path;
+	}
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	status = dump(fd, name, &o);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return status;
+}

@@ -1,0 +1,483 @@
+/*
+ * segment - cut every audio record of a melpipe stream into fixed-length
+ * windows.
+ *
+ * Reads an audio stream (wavcat's output, or segment's own), writes an
+ * audio stream whose records are windows of --len samples taken every
+ * --hop samples. Each window keeps its clip's key, clip index, label,
+ * split, sample rate and clip length; its offset is the first sample of
+ * the window in the clip and its segment index counts the clip's windows
+ * from 0, so a second segment stage (two-stage segmentation) numbers its
+ * windows within the clip across all the first stage's windows of it.
+ *
+ * A clip that yields no window (shorter than --len with --last drop, or
+ * empty) is not dropped silently: it is warned about, counted, and passed
+ * on as a skipped record, so the dataset lists it. Skipped records of the
+ * input pass through unchanged.
+ *
+ * Windows are written straight from the reader's buffer into the writer's
+ * (one copy); a padded window is built in the writer's buffer. Nothing is
+ * allocated per record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/rec.h"
+#include "../common/prog.h"
+
+#define MAX_WINDOW (1u << 30) /* samples; the payload cap bites first */
+
+enum last_mode { LAST_PAD, LAST_DROP };
+
+struct options {
+	uint32_t len;
+	uint32_t hop;
+	enum last_mode last;
+	const char *input;  /* NULL: stdin */
+	const char *output; /* NULL: stdout */
+};
+
+struct stats {
+	uint64_t in_audio;   /* audio records read */
+	uint64_t in_skipped; /* skipped records read and passed on */
+	uint64_t windows;    /* windows written */
+	uint64_t padded;     /* of them padded with zeros */
+	uint64_t too_short;  /* audio records that gave no window */
+	double t_in, t_out;  /* seconds in rec_read / in the writer */
+};
+
+/* Where the next window of the current clip gets its segment index. */
+struct clip_state {
+	int have;
+	uint64_t clip;
+	uint32_t next_segment;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: %s --len N [OPTIONS] [FILE]\n"
+"Cut every audio record of a melpipe stream into windows of N samples.\n"
+"\n"
+"Reads the stream from FILE (or standard input, also for '-') and writes an\n"
+"audio stream with one record per window to standard output. Windows start\n"
+"at samples 0, HOP, 2*HOP, ... of every record; a window's offset is its\n"
+"first sample in the clip and its segment index counts the clip's windows\n"
+"from 0. Two segment stages in a row give two-stage segmentation: the\n"
+"second numbers its windows within the clip across the first's windows\n"
+"(which may overlap: offsets then go back where a parent window starts).\n"
+"\n"
+"The last window of a record is partial when it would run past the end:\n"
+"with --last pad (the default) it is padded with zeros to N samples, so\n"
+"no sample at the end is lost and a record shorter than N gives one\n"
+"padded window; with --last drop it is left out. A record that gives no\n"
+"window at all (shorter than N with drop, or empty) is reported and\n"
+"passed on as a skipped record, so the dataset lists it; skipped records\n"
+"of the input pass through.\n"
+"\n"
+"Options:\n"
+"      --hop=N        samples from one window's start to the next\n"
+"                     (default: the window length; less overlaps windows)\n"
+"      --last=MODE    pad or drop the last, partial window (default: pad)\n"
+"      --len=N        window length in samples (required)\n"
+"  -o, --output=FILE  write the stream to FILE instead of standard output\n"
+"  -q, --quiet        no warnings, no summary line\n"
+"  -v, --verbose      report records, bytes and time spent at the end\n"
+"  -h, --help         show this help and exit\n"
+"  -V, --version      show the version and exit\n"
+"\n"
+"Example:\n"
+"  wavcat --rate 16000 DATA/ | segment --len 16000 --hop 8000 |\n"
+"      gpumel --n-mels 40 | h5pack -o out.h5\n"
+"\n"
+"Exit status: 0 done (clips too short were reported), 1 failure (bad\n"
+"input stream, write error), 2 usage error.\n",
+		prog_name);
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_HOP = 256, OPT_LAST, OPT_LEN };
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "hop", required_argument, NULL, OPT_HOP },
+		{ "last", required_argument, NULL, OPT_LAST },
+		{ "len", required_argument, NULL, OPT_LEN },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "ho:qVv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		case OPT_HOP:
+			o->hop = (uint32_t)prog_arg_u64("--hop", optarg, 1,
+							MAX_WINDOW);
+			break;
+		case OPT_LAST:
+			if (!strcmp(optarg, "pad"))
+				o->last = LAST_PAD;
+			else if (!strcmp(optarg, "drop"))
+				o->last = LAST_DROP;
+			else
+				prog_usage_error("invalid value '%s' for "
+						 "--last: expected pad or "
+						 "drop", optarg);
+			break;
+		case OPT_LEN:
+			o->len = (uint32_t)prog_arg_u64("--len", optarg, 1,
+							MAX_WINDOW);
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'q':
+			prog_verbosity = -1;
+			break;
+		case 'V':
+			prog_version();
+			exit(EXIT_OK);
+		case 'v':
+			if (prog_verbosity >= 0)
+				prog_verbosity++;
+			break;
+		default:
+			prog_usage_error("unknown or incomplete option");
+		}
+	}
+	if (!o->len)
+		prog_usage_error("--len is required");
+	if (!o->hop)
+		o->hop = o->len;
+	if (argc - optind > 1)
+		prog_usage_error("too many arguments: one input at most");
+	if (optind < argc && strcmp(argv[optind], "-"))
+		o->input = argv[optind];
+}
+
+static double now_if(int on)
+{
+	return on ? prog_now() : 0.0;
+}
+
+/* The output header: the input's pairs, our window parameters, our
+ * producer and provenance entry. NULL when out of memory. */
+static rec_header *output_header(const rec_header *in,
+				 const struct options *o, int argc,
+				 char **argv)
+{
+	rec_header *h = rec_header_dup(in);
+
+	if (!h)
+		return NULL;
+	if (rec_header_set(h, "producer", "segment " MELPIPE_VERSION) ||
+	    rec_header_set_u64(h, "segment_len", o->len) ||
+	    rec_header_set_u64(h, "segment_hop", o->hop) ||
+	    rec_header_set(h, "segment_last",
+			   o->last == LAST_PAD ? "pad" : "drop") ||
+	    rec_header_add_stage(h, "segment", MELPIPE_VERSION, argc,
+				 argv)) {
+		rec_header_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* Number of windows of a record of n samples: the full windows, plus with
+ * pad the partial one that starts before the end. (With hop > len a
+ * trailing gap shorter than hop gives no window, like the gaps between.) */
+static uint64_t window_count(uint64_t n, const struct options *o)
+{
+	uint64_t full = n >= o->len ? (n - o->len) / o->hop + 1 : 0;
+
+	if (o->last == LAST_PAD && full * o->hop < n)
+		full++;
+	return full;
+}
+
+static int write_failed(rec_writer *w, const char *what)
+{
+	prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w) : what);
+	return -1;
+}
+
+/* Writes the window of in that starts at sample start, padded with zeros
+ * when the record ends before it does. */
+static int write_window(rec_writer *w, const rec_item *in, uint64_t start,
+			const struct options *o, uint32_t segment,
+			struct stats *st)
+{
+	size_t frame = rec_dtype_size(in->dtype) * in->dim1;
+	uint64_t have = in->dim0 - start;
+	rec_item out = *in;
+	void *p;
+	int err;
+
+	out.offset = in->offset + start;
+	out.segment = segment;
+	out.dim0 = o->len;
+	out.data = (const char *)in->data + start * frame;
+	out.data_len = (size_t)o->len * frame;
+	if (have >= o->len)
+		return rec_write(w, &out);
+	err = rec_write_reserve(w, out.data_len, &p);
+	if (err)
+		return err;
+	memcpy(p, out.data, have * frame);
+	memset((char *)p + have * frame, 0, out.data_len - have * frame);
+	st->padded++;
+	return rec_write_commit(w, &out);
+}
+
+/* A record that gives no window leaves as a skipped record naming why. */
+static int write_too_short(rec_writer *w, const rec_item *in,
+			   const struct options *o, uint32_t segment,
+			   struct stats *st)
+{
+	char reason[96];
+	rec_item sk = *in;
+
+	snprintf(reason, sizeof(reason),
+		 "shorter than one window (%" PRIu32 " samples < %" PRIu32 ")",
+		 in->dim0, o->len);
+	prog_warn("'%.*s': %s, skipped", (int)in->key_len, in->key, reason);
+	sk.type = REC_T_SKIPPED;
+	sk.segment = segment; /* keeps the clip's segment order */
+	sk.dtype = 0;
+	sk.dim0 = sk.dim1 = 0;
+	sk.data = reason;
+	sk.data_len = strlen(reason);
+	st->too_short++;
+	return rec_write(w, &sk);
+}
+
+static int cut_record(rec_writer *w, const rec_item *in,
+		      const struct options *o, struct clip_state *cs,
+		      struct stats *st)
+{
+	uint64_t n = window_count(in->dim0, o);
+	int timing = prog_verbosity > 0;
+	double t0;
+	int err = 0;
+
+	if (!cs->have || cs->clip != in->clip) {
+		cs->have = 1;
+		cs->clip = in->clip;
+		cs->next_segment = 0;
+	}
+	if (n > UINT32_MAX - cs->next_segment) {
+		prog_err("'%.*s': more than 2^32 windows in clip %" PRIu64,
+			 (int)in->key_len, in->key, in->clip);
+		return -1;
+	}
+	t0 = now_if(timing);
+	if (n == 0)
+		err = write_too_short(w, in, o, cs->next_segment++, st);
+	for (uint64_t i = 0; i < n && !err; i++)
+		err = write_window(w, in, i * o->hop, o,
+				   cs->next_segment++, st);
+	st->t_out += now_if(timing) - t0;
+	st->windows += n;
+	if (err)
+		return write_failed(w, rec_strerror(err));
+	return 0;
+}
+
+static int pass_skipped(rec_writer *w, const rec_item *in, struct stats *st)
+{
+	int err = rec_write(w, in);
+
+	st->in_skipped++;
+	return err ? write_failed(w, rec_strerror(err)) : 0;
+}
+
+/* One data record: cut audio, pass skipped on, refuse anything else. */
+static int handle_record(rec_writer *w, const rec_item *it,
+			 const struct options *o, struct clip_state *cs,
+			 struct stats *st)
+{
+	if (it->type == REC_T_SKIPPED)
+		return pass_skipped(w, it, st);
+	if (it->type != REC_T_AUDIO) {
+		prog_err("'%.*s': not an audio record (type %d): segment "
+			 "cuts audio streams", (int)it->key_len, it->key,
+			 it->type);
+		return -1;
+	}
+	st->in_audio++;
+	return cut_record(w, it, o, cs, st);
+}
+
+static int check_kind(const rec_header *h, const char *in_name)
+{
+	const char *kind = rec_header_get(h, "kind");
+
+	if (kind && !strcmp(kind, "audio"))
+		return 0;
+	prog_err("%s: stream kind is '%s', segment cuts 'audio' streams",
+		 in_name, kind ? kind : "(none)");
+	return -1;
+}
+
+static int copy_records(rec_reader *r, rec_writer *w,
+			const struct options *o, struct stats *st)
+{
+	struct clip_state cs = { 0 };
+	int timing = prog_verbosity > 0;
+	rec_item it;
+
+	for (;;) {
+		double t0 = now_if(timing);
+		int err = rec_read(r, &it);
+
+		st->t_in += now_if(timing) - t0;
+		if (err == REC_END)
+			return 0;
+		if (err) {
+			prog_err("%s", rec_reader_detail(r));
+			return -1;
+		}
+		if (handle_record(w, &it, o, &cs, st))
+			return -1;
+	}
+}
+
+static void human_bytes(char *buf, size_t n, uint64_t b)
+{
+	if (b >= 10ull << 30)
+		snprintf(buf, n, "%.1f GB", (double)b / 1e9);
+	else if (b >= 10ull << 20)
+		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+	else
+		snprintf(buf, n, "%" PRIu64 " bytes", b);
+}
+
+static void report(const rec_reader *r, const rec_writer *w,
+		   const struct stats *st, double t_total)
+{
+	char in_b[32], out_b[32];
+	double work = t_total - st->t_in - st->t_out;
+
+	if (prog_verbosity > 0) {
+		human_bytes(in_b, sizeof(in_b), rec_reader_offset(r));
+		human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
+		prog_info("read %" PRIu64 " records (%s), wrote %" PRIu64
+			  " records (%s); waiting for input %.2f s, working "
+			  "%.2f s, writing %.2f s", rec_reader_count(r), in_b,
+			  rec_writer_count(w), out_b, st->t_in,
+			  work > 0 ? work : 0, st->t_out);
+	}
+	prog_warn("done: %" PRIu64 " records into %" PRIu64 " windows (%"
+		  PRIu64 " padded), skipped %" PRIu64 " (%" PRIu64
+		  " shorter than one window)", st->in_audio, st->windows,
+		  st->padded, st->in_skipped + st->too_short, st->too_short);
+}
+
+static int open_output(const char *path)
+{
+	int fd;
+
+	if (!path) {
+		prog_refuse_tty(STDOUT_FILENO);
+		return STDOUT_FILENO;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	else
+		prog_refuse_tty(fd);
+	return fd;
+}
+
+static int open_input(const char *path)
+{
+	int fd;
+
+	if (!path)
+		return STDIN_FILENO;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	return fd;
+}
+
+/* Reads the header, opens the writer, cuts everything, writes the trailer
+ * only when the whole input was good. */
+static int run(const struct options *o, int argc, char **argv)
+{
+	const char *in_name = o->input ? o->input : "stdin";
+	rec_reader_opts ro = { .name = in_name };
+	rec_writer_opts wo = { .name = o->output ? o->output : "stdout" };
+	rec_reader *r = NULL;
+	rec_writer *w = NULL;
+	rec_header *h = NULL;
+	struct stats st = { 0 };
+	double t_start = prog_now();
+	int in_fd, out_fd = -1, ret = EXIT_FAIL, err;
+
+	in_fd = open_input(o->input);
+	if (in_fd < 0)
+		goto out;
+	err = rec_reader_open(&r, in_fd, &ro);
+	if (err) {
+		prog_err("%s", rec_reader_detail(r));
+		goto out;
+	}
+	if (check_kind(rec_reader_header(r), in_name))
+		goto out;
+	h = output_header(rec_reader_header(r), o, argc, argv);
+	if (!h) {
+		prog_err("out of memory");
+		goto out;
+	}
+	out_fd = open_output(o->output);
+	if (out_fd < 0)
+		goto out;
+	err = rec_writer_open(&w, out_fd, h, &wo);
+	if (err) {
+		write_failed(w, rec_strerror(err));
+		goto out;
+	}
+	if (copy_records(r, w, o, &st))
+		goto out;
+	err = rec_writer_finish(w);
+	if (err) {
+		write_failed(w, rec_strerror(err));
+		goto out;
+	}
+	report(r, w, &st, prog_now() - t_start);
+	ret = EXIT_OK;
+out:
+	rec_writer_close(w);
+	rec_reader_close(r);
+	rec_header_free(h);
+	if (out_fd > STDOUT_FILENO && close(out_fd) && ret == EXIT_OK) {
+		prog_err("unable to write '%s': %s", o->output,
+			 strerror(errno));
+		ret = EXIT_FAIL;
+	}
+	if (in_fd > STDIN_FILENO)
+		close(in_fd);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .last = LAST_PAD };
+
+	prog_init("segment");
+	parse_args(argc, argv, &o);
+	return run(&o, argc, argv);
+}

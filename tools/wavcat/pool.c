@@ -1,0 +1,186 @@
+/*
+ * pool.c - decoder threads feeding an ordered writer. Clip i is decoded
+ * into slot i % window by whichever thread is free; the caller takes the
+ * slots back in clip order. A thread never runs more than window clips
+ * ahead of the caller, so memory stays flat however slow the output is,
+ * and the output order is the input order for any number of threads.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "../common/prog.h"
+#include "wavcat.h"
+
+/* A slot's buffer larger than this is freed once written, so that one
+ * long clip does not keep its memory for the rest of the run. */
+#define SLOT_KEEP_MAX (16u << 20)
+
+struct slot {
+	struct decoded out;
+	int done;                /* decoded, not yet released */
+};
+
+struct worker {
+	struct pool *p;
+	struct decoder *dec;
+	pthread_t thread;
+	int started;
+};
+
+struct pool {
+	const struct clip_list *cl;
+	struct slot *slots;
+	size_t window;
+	struct worker *workers;
+	size_t n_workers;
+	pthread_mutex_t lock;
+	pthread_cond_t can_take;   /* a slot was released, or stop */
+	pthread_cond_t finished;   /* a clip was decoded */
+	uint64_t next;             /* next clip to hand out */
+	uint64_t released;         /* clips the caller is done with */
+	int stop;
+	double t_wait;
+};
+
+/* Decodes clip i into out (or copies the reason known beforehand). */
+static void decode_clip(struct worker *w, uint64_t i, struct decoded *out)
+{
+	const struct clip *c = &w->p->cl->v[i];
+
+	if (c->skip != NULL) {
+		out->status = DEC_SKIP;
+		out->n = 0;
+		out->clipped = 0;
+		snprintf(out->reason, sizeof(out->reason), "%s", c->skip);
+		return;
+	}
+	decoder_run(w->dec, c->path, out);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct pool *p = w->p;
+	struct slot *s;
+	uint64_t i;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && p->next < p->cl->n &&
+		       p->next >= p->released + p->window)
+			pthread_cond_wait(&p->can_take, &p->lock);
+		if (p->stop || p->next >= p->cl->n)
+			break;
+		i = p->next++;
+		s = &p->slots[i % p->window];
+		pthread_mutex_unlock(&p->lock);
+		decode_clip(w, i, &s->out);
+		pthread_mutex_lock(&p->lock);
+		s->done = 1;
+		if (i == p->released)
+			pthread_cond_signal(&p->finished);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int pool_start(struct pool **out, const struct clip_list *cl,
+	       const struct decode_cfg *cfg, size_t n_threads, size_t window)
+{
+	struct pool *p = calloc(1, sizeof(*p));
+	size_t i;
+
+	*out = NULL;
+	if (p == NULL)
+		return -1;
+	p->cl = cl;
+	p->window = window;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->can_take, NULL);
+	pthread_cond_init(&p->finished, NULL);
+	p->slots = calloc(window, sizeof(*p->slots));
+	p->workers = calloc(n_threads, sizeof(*p->workers));
+	if (p->slots == NULL || p->workers == NULL)
+		goto fail;
+	for (i = 0; i < n_threads; i++) {
+		struct worker *w = &p->workers[i];
+
+		w->p = p;
+		w->dec = decoder_new(cfg);
+		p->n_workers = i + 1;
+		if (w->dec == NULL ||
+		    pthread_create(&w->thread, NULL, worker_main, w) != 0)
+			goto fail;
+		w->started = 1;
+	}
+	*out = p;
+	return 0;
+fail:
+	pool_stop(p, NULL, NULL, NULL);
+	return -1;
+}
+
+struct decoded *pool_wait(struct pool *p, uint64_t i)
+{
+	struct slot *s = &p->slots[i % p->window];
+	double t0 = prog_now();
+
+	pthread_mutex_lock(&p->lock);
+	while (!s->done)
+		pthread_cond_wait(&p->finished, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	p->t_wait += prog_now() - t0;
+	return &s->out;
+}
+
+void pool_release(struct pool *p, uint64_t i)
+{
+	struct slot *s = &p->slots[i % p->window];
+
+	if (s->out.cap > SLOT_KEEP_MAX) {
+		free(s->out.data);
+		s->out.data = NULL;
+		s->out.cap = 0;
+	}
+	pthread_mutex_lock(&p->lock);
+	s->done = 0;
+	p->released = i + 1;
+	pthread_cond_broadcast(&p->can_take);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pool_stop(struct pool *p, double *t_read, double *t_resample,
+	       double *t_wait)
+{
+	double r, x;
+	size_t i;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->can_take);
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < p->n_workers; i++) {
+		struct worker *w = &p->workers[i];
+
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		if (w->dec && t_read) {
+			decoder_times(w->dec, &r, &x);
+			*t_read += r;
+			*t_resample += x;
+		}
+		decoder_free(w->dec);
+	}
+	if (t_wait)
+		*t_wait += p->t_wait;
+	for (i = 0; p->slots && i < p->window; i++)
+		free(p->slots[i].out.data);
+	free(p->slots);
+	free(p->workers);
+	pthread_cond_destroy(&p->can_take);
+	pthread_cond_destroy(&p->finished);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}

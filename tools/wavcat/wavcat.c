@@ -1,0 +1,639 @@
+/*
+ * wavcat - decode audio files into a melpipe audio record stream.
+ *
+ * Finds the clips named by its arguments (files, folders walked
+ * recursively, lists of paths), sorts them by key, labels them and puts
+ * them in splits, then decodes them on -j threads (mono, resampled,
+ * padded or trimmed) and writes one record per clip, in order, on
+ * standard output. An input that cannot be used is reported and written
+ * as a skipped record, so that every input is accounted for.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../lib/rec.h"
+#include "../common/prog.h"
+#include "wavcat.h"
+
+struct options {
+	const char *output;      /* -o, NULL: stdout */
+	size_t jobs;
+	uint32_t rate;           /* 0: keep the files' rate */
+	double duration_s;       /* 0: not given */
+	uint64_t samples;        /* 0: not given */
+	int dtype;
+	const char *labels_file;
+	int no_labels;
+	struct split_opts split;
+	int split_given;
+	int strict;
+	int zstd;
+	int null_sep;
+};
+
+/* Everything one run holds, for a single cleanup path. */
+struct run {
+	struct options o;
+	struct clip_list cl;
+	struct label_table lt;
+	struct decode_cfg cfg;
+	char splits[64];
+	int fd;
+	const char *out_name;
+	int out_is_file;         /* -o named a regular file: removed when
+				    the run fails */
+	rec_header *h;
+	rec_writer *w;
+	struct pool *pool;
+	uint64_t n_ok, n_skipped, clipped;
+	double t0, t_read, t_resample, t_wait, t_write;
+};
+
+enum {
+	OPT_DTYPE = 256,
+	OPT_DURATION,
+	OPT_LABELS,
+	OPT_NO_LABELS,
+	OPT_RATE,
+	OPT_SAMPLES,
+	OPT_SPLIT,
+	OPT_STRICT,
+	OPT_TESTING_LIST,
+	OPT_VALIDATION_LIST,
+	OPT_ZSTD
+};
+
+static const struct option long_opts[] = {
+	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "help", no_argument, NULL, 'h' },
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "labels", required_argument, NULL, OPT_LABELS },
+	{ "no-labels", no_argument, NULL, OPT_NO_LABELS },
+	{ "null", no_argument, NULL, '0' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "samples", required_argument, NULL, OPT_SAMPLES },
+	{ "split", required_argument, NULL, OPT_SPLIT },
+	{ "strict", no_argument, NULL, OPT_STRICT },
+	{ "testing-list", required_argument, NULL, OPT_TESTING_LIST },
+	{ "validation-list", required_argument, NULL, OPT_VALIDATION_LIST },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "zstd", required_argument, NULL, OPT_ZSTD },
+	{ NULL, 0, NULL, 0 }
+};
+
+static size_t online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (size_t)n : 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: wavcat [OPTION]... INPUT...\n"
+"Decode audio files, mix them down to mono, resample, pad or trim them,\n"
+"and write them as a melpipe audio record stream (formats/record.md) on\n"
+"standard output: one record per input, sorted by key (bytewise).\n"
+"\n"
+"Inputs:\n"
+"  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
+"                path relative to FOLDER (yes/a.wav)\n"
+"  FILE          that file; its key is FILE as given\n"
+"  @LISTFILE     the paths in LISTFILE, one per line (files or folders, as\n"
+"                above; empty lines skipped, a final CR removed); a path\n"
+"                there that cannot be opened is an unusable input\n"
+"  -             the same, with the list read from standard input\n"
+"  Audio files in folders are the regular files with one of these\n"
+"  extensions (any case), all decoded by libsndfile:\n");
+	inputs_print_extensions(f, 4, 78);
+	fprintf(f,
+"  Names starting with '.' are ignored, as are other files (split lists,\n"
+"  READMEs). Symbolic links to files are followed, links to folders are\n"
+"  not. Fifos, devices and sockets are never opened: one with an audio\n"
+"  name is an unusable input. A FILE or FOLDER argument that does not\n"
+"  exist stops the run before anything is written.\n"
+"\n"
+"Audio:\n"
+"  --rate=HZ           resample every clip to HZ with soxr (high quality);\n"
+"                      clips already at HZ are not touched. Without it the\n"
+"                      clips keep their rate, which must then be the same\n"
+"                      for all: the first usable clip sets it, and a clip at\n"
+"                      another rate stops the run (exit 1)\n"
+"  --duration=SECONDS  pad every clip with zeros or trim it to SECONDS\n"
+"                      (after resampling); without it clips keep their\n"
+"                      length (resampled: n * rate / file rate, rounded)\n"
+"  --samples=N         the same, in samples\n"
+"  --dtype=s16|f32     sample type (default s16: rounded to nearest and\n"
+"                      clipped; -v counts the clipped samples)\n"
+"  Channels are averaged into one (in double precision). 16-bit mono at\n"
+"  the output rate is copied exactly; other clips not resampled are\n"
+"  rounded once from their exact values.\n"
+"\n");
+	fprintf(f,
+"Labels (an id per clip, -1 for none; the header lists the names in id\n"
+"order, names sorted bytewise, ids from 0):\n"
+"  (default)           the clip's top folder under its input folder:\n"
+"                      DATA/yes/a.wav and DATA/yes/x/b.wav are 'yes'; files\n"
+"                      at the top of the folder get none. A file named by\n"
+"                      path gets the folder holding it (d/yes/a.wav: 'yes')\n"
+"  --labels=FILE       'path,label' lines, path as the key (yes/a.wav); the\n"
+"                      path runs to the last comma, or either field may be\n"
+"                      \"quoted\"; a first line 'path,label' is a heading.\n"
+"                      Every label of FILE is in the table; clips not in\n"
+"                      FILE get -1 (with a warning)\n"
+"  --no-labels         every clip -1\n"
+"\n"
+"Splits (training, validation, testing; or none):\n"
+"  (default)           'lists' when validation_list.txt or testing_list.txt\n"
+"                      is at the root of an input folder, else 'none'\n"
+"  --split=lists       Speech Commands lists at the folder's root, naming\n"
+"                      keys: validation if in validation_list.txt, else\n"
+"                      testing if in testing_list.txt, else training\n"
+"  --validation-list=FILE, --testing-list=FILE\n"
+"                      these lists instead, for every input (implies lists)\n"
+"  --split=hash:V:T    TensorFlow speech_commands which_set(): the SHA-1 of\n"
+"                      the file name with '_nohash_' and what follows cut\n"
+"                      off puts V%% in validation, T%% in testing, the rest\n"
+"                      in training; one speaker's clips stay together\n"
+"  --split=none        no splits\n"
+"\n");
+	fprintf(f,
+"Unusable inputs: a file that cannot be opened or decoded, is empty, is\n"
+"cut short or longer than its header says (WAV data chunks are checked\n"
+"against the file size), holds NaN or infinite samples, or claims no or\n"
+"over %u channels, or a rate of 0 or over %u Hz, is reported as\n"
+"  wavcat: 'PATH': REASON\n"
+"and written as a skipped record with that reason, and the run goes on.\n"
+"  --strict            stop at the first one instead (exit 1)\n"
+"\n", WAVCAT_MAX_CHANNELS, WAVCAT_MAX_RATE);
+	fprintf(f,
+"Other options:\n"
+"  -0, --null          list files and standard input are NUL-separated\n"
+"                      (find -print0): names may then hold newlines\n"
+"  -j, --jobs=N        decoder threads (default: online CPUs, here %zu);\n"
+"                      the output is the same for every N\n"
+"  -o, --output=FILE   write to FILE instead of standard output (removed\n"
+"                      if the run fails)\n"
+"  -q, --quiet         no warnings, no summary; errors only\n"
+"  -v, --verbose       report counts and time spent at the end\n"
+"  --zstd=LEVEL        compress payloads with zstd, LEVEL 1..19\n"
+"  -h, --help          this help\n"
+"  -V, --version       the version\n"
+"\n"
+"Exit status: 0 done (unusable inputs were reported and recorded), 1 a\n"
+"failure (output, --strict, a sample rate mismatch), 2 a usage error.\n"
+"\n"
+"Examples:\n"
+"  wavcat --rate 16000 --duration 1 speech_commands/ > clips.rec\n"
+"  wavcat --rate 4096 --duration 10 DATA/ | segment --len 512 --hop 512 |\n"
+"      gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
+"  find DATA -name '*.flac' -print0 | wavcat -0 --rate 16000 - | recdump\n",
+		online_cpus());
+}
+
+/* Handles one option; returns 0, or -1 for an unknown one. */
+static int parse_opt(int c, const char *arg, struct options *o)
+{
+	switch (c) {
+	case '0':
+		o->null_sep = 1;
+		break;
+	case 'j':
+		o->jobs = (size_t)prog_arg_u64("--jobs", arg, 1, 1024);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'q':
+		prog_verbosity = -1;
+		break;
+	case 'v':
+		if (prog_verbosity >= 0)
+			prog_verbosity++;
+		break;
+	case OPT_DTYPE:
+		o->dtype = rec_dtype_parse(arg);
+		if (o->dtype != REC_S16 && o->dtype != REC_F32)
+			prog_usage_error("invalid value '%s' for --dtype "
+					 "(expected s16 or f32)", arg);
+		break;
+	case OPT_DURATION:
+		o->duration_s = prog_arg_double("--duration", arg, 1e-9,
+						1e7);
+		break;
+	case OPT_LABELS:
+		o->labels_file = arg;
+		break;
+	case OPT_NO_LABELS:
+		o->no_labels = 1;
+		break;
+	case OPT_RATE:
+		o->rate = (uint32_t)prog_arg_u64("--rate", arg, 1,
+						 WAVCAT_MAX_RATE);
+		break;
+	case OPT_SAMPLES:
+		o->samples = prog_arg_u64("--samples", arg, 1, UINT32_MAX);
+		break;
+	case OPT_SPLIT:
+		if (split_parse(arg, &o->split))
+			prog_usage_error("invalid value '%s' for --split "
+					 "(expected none, lists or hash:V:T "
+					 "with V + T <= 100)", arg);
+		o->split_given = 1;
+		break;
+	case OPT_STRICT:
+		o->strict = 1;
+		break;
+	case OPT_TESTING_LIST:
+		o->split.test_list = arg;
+		break;
+	case OPT_VALIDATION_LIST:
+		o->split.val_list = arg;
+		break;
+	case OPT_ZSTD:
+		o->zstd = (int)prog_arg_u64("--zstd", arg, 1, 19);
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks the options against each other. */
+static void check_opts(const struct options *o, int argc, char **argv)
+{
+	int i, dashes = 0;
+
+	if (o->duration_s > 0 && o->samples > 0)
+		prog_usage_error("--duration and --samples both given");
+	if (o->labels_file && o->no_labels)
+		prog_usage_error("--labels and --no-labels both given");
+	if ((o->split.val_list || o->split.test_list) && o->split_given &&
+	    o->split.mode != SPLIT_LISTS)
+		prog_usage_error("--validation-list/--testing-list need "
+				 "--split lists");
+	if (optind >= argc)
+		prog_usage_error("no inputs (give folders, files, @LISTFILE "
+				 "or -)");
+	for (i = optind; i < argc; i++) {
+		if (strcmp(argv[i], "-") == 0 && ++dashes > 1)
+			prog_usage_error("'-' given twice");
+		if (strcmp(argv[i], "@") == 0)
+			prog_usage_error("'@' without a list file name");
+	}
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->dtype = REC_S16;
+	o->split.mode = SPLIT_AUTO;
+	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
+				NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			exit(EXIT_OK);
+		}
+		if (c == 'V') {
+			prog_version();
+			exit(EXIT_OK);
+		}
+		if (parse_opt(c, optarg, o)) {
+			fprintf(stderr, "Try '%s --help' for more "
+				"information.\n", prog_name);
+			exit(EXIT_USAGE);
+		}
+	}
+	if ((o->split.val_list || o->split.test_list) && !o->split_given)
+		o->split.mode = SPLIT_LISTS;
+	if (o->jobs == 0)
+		o->jobs = online_cpus();
+	check_opts(o, argc, argv);
+}
+
+/* Opens the output: -o FILE or standard output, never a terminal. */
+static int open_output(struct run *r)
+{
+	struct stat st;
+
+	if (r->o.output == NULL) {
+		r->fd = STDOUT_FILENO;
+		r->out_name = "standard output";
+		return 0;
+	}
+	r->out_name = r->o.output;
+	r->fd = open(r->o.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		     0666);
+	if (r->fd < 0) {
+		prog_err("unable to open '%s': %s", r->o.output,
+			 strerror(errno));
+		return -1;
+	}
+	r->out_is_file = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (isatty(r->fd)) {
+		prog_err("refusing to write binary records to a terminal");
+		return -1;
+	}
+	return 0;
+}
+
+/* Finds the inputs, their labels and splits. */
+static int gather(struct run *r, int argc, char **argv)
+{
+	int i;
+
+	r->cl.null_sep = r->o.null_sep;
+	for (i = optind; i < argc; i++)
+		if (inputs_add_arg(&r->cl, argv[i]))
+			return -1;
+	if (inputs_finish(&r->cl))
+		return -1;
+	if (r->cl.n == 0) {
+		prog_err("no audio files found in the inputs");
+		return -1;
+	}
+	if (r->o.no_labels)
+		labels_none(&r->cl, &r->lt);
+	else if (r->o.labels_file ? labels_from_file(&r->cl, r->o.labels_file,
+						     &r->lt)
+				  : labels_from_folders(&r->cl, &r->lt))
+		return -1;
+	return split_assign(&r->cl, &r->o.split, r->splits,
+			    sizeof(r->splits));
+}
+
+/* The output rate: --rate, or the rate of the first clip that opens. */
+static int choose_rate(struct run *r)
+{
+	char q[512];
+	size_t i;
+
+	if (r->o.rate) {
+		r->cfg.rate = r->o.rate;
+		r->cfg.resample = 1;
+		return 0;
+	}
+	for (i = 0; i < r->cl.n; i++) {
+		if (r->cl.v[i].skip == NULL &&
+		    decode_probe_rate(r->cl.v[i].path, &r->cfg.rate) == 0) {
+			r->cfg.rate_from = r->cl.v[i].path;
+			prog_info("sample rate %lu Hz, from '%s'",
+				  (unsigned long)r->cfg.rate,
+				  quote_name_buf(q, sizeof(q),
+						 r->cl.v[i].path));
+			return 0;
+		}
+	}
+	prog_err("no input could be opened to take the sample rate from; "
+		 "give --rate");
+	return -1;
+}
+
+/* Sets what the decoders do: rate, length, sample type. */
+static int configure(struct run *r)
+{
+	const struct options *o = &r->o;
+	double n;
+
+	if (choose_rate(r))
+		return -1;
+	r->cfg.dtype = o->dtype;
+	r->cfg.max_samples = REC_DEFAULT_MAX_DATA / rec_dtype_size(o->dtype);
+	if (o->samples) {
+		r->cfg.duration = o->samples;
+	} else if (o->duration_s > 0) {
+		n = floor(o->duration_s * r->cfg.rate + 0.5);
+		if (n < 1)
+			prog_usage_error("--duration %g is less than one "
+					 "sample at %lu Hz", o->duration_s,
+					 (unsigned long)r->cfg.rate);
+		r->cfg.duration = n > (double)UINT64_MAX / 2 ? UINT64_MAX / 2
+							      : (uint64_t)n;
+	}
+	if (r->cfg.duration > r->cfg.max_samples)
+		prog_usage_error("a clip of %llu samples is more than a "
+				 "record holds (%llu %s samples)",
+				 (unsigned long long)r->cfg.duration,
+				 (unsigned long long)r->cfg.max_samples,
+				 rec_dtype_name(o->dtype));
+	return 0;
+}
+
+static int header_add_u64(rec_header *h, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return rec_header_add(h, key, buf);
+}
+
+/* The stream header (formats/record.md). */
+static int make_header(struct run *r, int argc, char **argv)
+{
+	rec_header *h = rec_header_new();
+	int err = 0;
+	size_t i;
+
+	r->h = h;
+	if (h == NULL)
+		return -1;
+	err |= rec_header_add(h, "producer", "wavcat " MELPIPE_VERSION);
+	err |= rec_header_add_stage(h, "wavcat", MELPIPE_VERSION, argc, argv);
+	err |= rec_header_add(h, "kind", "audio");
+	err |= header_add_u64(h, "sample_rate", r->cfg.rate);
+	err |= rec_header_add(h, "dtype", rec_dtype_name(r->cfg.dtype));
+	if (r->cfg.duration)
+		err |= header_add_u64(h, "duration", r->cfg.duration);
+	for (i = 0; i < r->lt.n; i++)
+		err |= rec_header_add(h, "label", r->lt.names[i]);
+	err |= rec_header_add(h, "splits", r->splits);
+	err |= header_add_u64(h, "clips", r->cl.n);
+	return err ? -1 : 0;
+}
+
+static const char *writer_why(const rec_writer *w, int err)
+{
+	const char *d = w ? rec_writer_detail(w) : "";
+
+	return d && *d ? d : rec_strerror(err);
+}
+
+static int open_writer(struct run *r)
+{
+	rec_writer_opts wo = { .zstd_level = r->o.zstd,
+			       .name = r->out_name };
+	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
+
+	if (err) {
+		prog_err("unable to write to '%s': %s", r->out_name,
+			 writer_why(r->w, err));
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes clip i's record: its samples, or why it was skipped. Returns 0,
+ * or -1 when the run must stop. */
+static int write_clip(struct run *r, uint64_t i, const struct decoded *d)
+{
+	const struct clip *c = &r->cl.v[i];
+	rec_item it = {
+		.clip = i,
+		.label = c->label,
+		.sample_rate = r->cfg.rate,
+		.split = c->split,
+		.key = c->key,
+		.key_len = strlen(c->key),
+		.dim1 = 1,
+	};
+	char q[1024];
+	double t0;
+	int err;
+
+	if (d->status != DEC_OK) {
+		quote_name_buf(q, sizeof(q), c->path);
+		if (d->status == DEC_FATAL || r->o.strict) {
+			prog_err("'%s': %s", q, d->reason);
+			return -1;
+		}
+		prog_warn("'%s': %s", q, d->reason);
+		it.type = REC_T_SKIPPED;
+		it.dim1 = 0;
+		it.data = d->reason;
+		it.data_len = strlen(d->reason);
+		r->n_skipped++;
+	} else {
+		it.type = REC_T_AUDIO;
+		it.dtype = r->cfg.dtype;
+		it.dim0 = (uint32_t)d->n;
+		it.clip_samples = d->n;
+		it.data = d->data;
+		it.data_len = (size_t)d->n * rec_dtype_size(r->cfg.dtype);
+		r->clipped += d->clipped;
+		r->n_ok++;
+	}
+	t0 = prog_now();
+	err = rec_write(r->w, &it);
+	r->t_write += prog_now() - t0;
+	if (err) {
+		prog_err("unable to write to '%s': %s", r->out_name,
+			 writer_why(r->w, err));
+		return -1;
+	}
+	return 0;
+}
+
+/* Decodes every clip on the pool and writes the records in order. */
+static int decode_and_write(struct run *r)
+{
+	size_t jobs = r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n;
+	int err = 0;
+	uint64_t i;
+
+	if (pool_start(&r->pool, &r->cl, &r->cfg, jobs, 4 * jobs + 4)) {
+		prog_err("unable to start %zu decoder threads", jobs);
+		return -1;
+	}
+	for (i = 0; i < r->cl.n && !err; i++) {
+		err = write_clip(r, i, pool_wait(r->pool, i));
+		pool_release(r->pool, i);
+	}
+	pool_stop(r->pool, &r->t_read, &r->t_resample, &r->t_wait);
+	r->pool = NULL;
+	return err;
+}
+
+static int finish(struct run *r)
+{
+	double t0 = prog_now();
+	int err = rec_writer_finish(r->w);
+
+	r->t_write += prog_now() - t0;
+	if (err) {
+		prog_err("unable to write to '%s': %s", r->out_name,
+			 writer_why(r->w, err));
+		return -1;
+	}
+	if (r->fd != STDOUT_FILENO && close(r->fd) != 0) {
+		r->fd = -1;
+		prog_err("unable to write to '%s': %s", r->out_name,
+			 strerror(errno));
+		return -1;
+	}
+	r->fd = -1;
+	return 0;
+}
+
+static void report(const struct run *r)
+{
+	prog_warn("done %llu clips, skipped %llu",
+		  (unsigned long long)r->n_ok,
+		  (unsigned long long)r->n_skipped);
+	prog_info("%llu records, %llu bytes in %.2f s",
+		  (unsigned long long)rec_writer_count(r->w),
+		  (unsigned long long)rec_writer_bytes(r->w),
+		  prog_now() - r->t0);
+	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
+		  "%.2f s; waiting for decoders %.2f s, writing output %.2f s",
+		  r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n, r->t_read,
+		  r->t_resample, r->t_wait, r->t_write);
+	if (r->cfg.dtype == REC_S16)
+		prog_info("%llu samples clipped to 16 bits",
+			  (unsigned long long)r->clipped);
+}
+
+static void cleanup(struct run *r, int failed)
+{
+	pool_stop(r->pool, NULL, NULL, NULL);
+	rec_writer_close(r->w);
+	rec_header_free(r->h);
+	labels_free(&r->lt);
+	inputs_free(&r->cl);
+	if (r->fd > STDOUT_FILENO)
+		close(r->fd);
+	if (failed && r->out_is_file)
+		unlink(r->o.output);
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = { .fd = -1 };
+	int failed = 1;
+
+	prog_init("wavcat");
+	r.t0 = prog_now();
+	parse_options(argc, argv, &r.o);
+	if (r.o.output == NULL)
+		prog_refuse_tty(STDOUT_FILENO);
+	if (gather(&r, argc, argv) || configure(&r) || open_output(&r))
+		goto out;
+	prog_info("%zu inputs, %zu labels, splits %s, %lu Hz, %s%s",
+		  r.cl.n, r.lt.n, r.splits, (unsigned long)r.cfg.rate,
+		  rec_dtype_name(r.cfg.dtype),
+		  r.cfg.resample ? "" : " (not resampled)");
+	if (make_header(&r, argc, argv)) {
+		prog_err("out of memory");
+		goto out;
+	}
+	if (open_writer(&r) || decode_and_write(&r) || finish(&r))
+		goto out;
+	report(&r);
+	failed = 0;
+out:
+	cleanup(&r, failed);
+	return failed ? EXIT_FAIL : EXIT_OK;
+}
