@@ -40,6 +40,7 @@ struct worker {
 	fftwf_complex *spec;   /* n_bins (FFTW output) */
 	float *mag;            /* n_bins: |X|^2 or |X| */
 	float *mel;            /* n_mels of one frame after the log */
+	uint16_t *mel16;       /* the same in a 16-bit output type */
 	uint64_t g0, g1;       /* this thread's frames in the batch */
 	struct part part[2];
 	int n_part;
@@ -228,26 +229,25 @@ static float mel_log(const struct cpu_ctx *c, const float *mag, float *mel)
 	return max;
 }
 
-/* Writes one frame's mels into column f of an [n_mels][nf] matrix. */
-static void store_column(const struct cpu_ctx *c, void *out, uint64_t nf,
-			 uint64_t f, const float *mel)
+/* Writes one frame's mels into column f of an [n_mels][nf] matrix; the
+ * 16-bit types are converted as an array first (F16C where the CPU has
+ * it, the same bits as the scalar conversion). */
+static void store_column(const struct cpu_ctx *c, struct worker *w,
+			 void *out, uint64_t nf, uint64_t f)
 {
 	uint32_t n_mels = c->fb->n_mels;
 
-	switch (c->p.out_dtype) {
-	case REC_F16:
+	if (c->p.out_dtype == REC_F32) {
 		for (uint32_t m = 0; m < n_mels; m++)
-			((uint16_t *)out)[m * nf + f] = half_from_f32(mel[m]);
-		break;
-	case REC_BF16:
-		for (uint32_t m = 0; m < n_mels; m++)
-			((uint16_t *)out)[m * nf + f] = bf16_from_f32(mel[m]);
-		break;
-	default:
-		for (uint32_t m = 0; m < n_mels; m++)
-			((float *)out)[m * nf + f] = mel[m];
-		break;
+			((float *)out)[m * nf + f] = w->mel[m];
+		return;
 	}
+	if (c->p.out_dtype == REC_F16)
+		half_from_f32_array(w->mel16, w->mel, n_mels);
+	else
+		bf16_from_f32_array(w->mel16, w->mel, n_mels);
+	for (uint32_t m = 0; m < n_mels; m++)
+		((uint16_t *)out)[m * nf + f] = w->mel16[m];
 }
 
 /* Raises every element of a record's matrix (n elements) to lowest. The
@@ -303,7 +303,7 @@ static float run_frames(struct worker *w, size_t ri, uint64_t a, uint64_t e)
 		magnitude(c, (const float *)w->spec, w->mag);
 		fm = mel_log(c, w->mag, w->mel);
 		max = fm > max ? fm : max;
-		store_column(c, out, r->n_frames, f, w->mel);
+		store_column(c, w, out, r->n_frames, f);
 	}
 	return max;
 }
@@ -583,6 +583,7 @@ static void cpu_destroy(mel_backend *be)
 			fftwf_free(c->w[t].spec);
 			free(c->w[t].mag);
 			free(c->w[t].mel);
+			free(c->w[t].mel16);
 		}
 		if (c->plan)
 			fftwf_destroy_plan(c->plan);
@@ -634,7 +635,8 @@ static int alloc_scratch(struct cpu_ctx *c, struct worker *w)
 	w->spec = fftwf_alloc_complex(c->fb->n_bins);
 	w->mag = malloc(c->fb->n_bins * sizeof(*w->mag));
 	w->mel = malloc(c->fb->n_mels * sizeof(*w->mel));
-	if (!w->frame || !w->spec || !w->mag || !w->mel)
+	w->mel16 = malloc(c->fb->n_mels * sizeof(*w->mel16));
+	if (!w->frame || !w->spec || !w->mag || !w->mel || !w->mel16)
 		return -1;
 	memset(w->frame, 0, c->p.n_fft * sizeof(*w->frame));
 	return 0;
