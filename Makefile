@@ -9,6 +9,7 @@
 #                   dataset and turn it into demo/out.h5
 #   make test       run the tests against the current build only
 #   make setup      install missing Debian packages and the test venv
+#   make fuzz       run libFuzzer on the record reader (FUZZ_SECONDS=60)
 #   make install    install into $(PREFIX) (default /usr/local)
 #   make clean
 # Variables: V=1 shows commands; CUDA=0 skips the CUDA backend; SAN=1

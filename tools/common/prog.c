@@ -1,10 +1,13 @@
 /* prog.c - messages, exit codes and option arguments for every program. */
 #include "prog.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,4 +142,37 @@ double prog_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int prog_open_input(const char *path)
+{
+	int fd;
+
+	if (!path) {
+		if (isatty(STDIN_FILENO))
+			prog_usage_error("refusing to read records from a "
+					 "terminal; redirect or pipe the "
+					 "input");
+		return STDIN_FILENO;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	return fd;
+}
+
+int prog_open_output(const char *path)
+{
+	int fd;
+
+	if (!path) {
+		prog_refuse_tty(STDOUT_FILENO);
+		return STDOUT_FILENO;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		prog_err("unable to open '%s': %s", path, strerror(errno));
+	else
+		prog_refuse_tty(fd);
+	return fd;
 }

@@ -40,6 +40,13 @@ void prog_version(void);
 /* Refuses (usage error) to write binary records to a terminal on fd. */
 void prog_refuse_tty(int fd);
 
+/* The record input: FILE, or stdin when path is NULL (a usage error when
+ * stdin is a terminal). -1 after a message naming the file and why. */
+int prog_open_input(const char *path);
+/* The record output: FILE (created or truncated), or stdout when path is
+ * NULL; refuses a terminal (usage error). -1 after a message. */
+int prog_open_output(const char *path);
+
 /* Option arguments: on a bad value a usage error naming the option. */
 uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,
 		      uint64_t max);

@@ -1373,33 +1373,7 @@ static mel_backend *open_backend(const struct options *o,
 /* ------------------------------------------------------------------ */
 /* Streams */
 
-static int open_output(const char *path)
-{
-	int fd;
 
-	if (!path) {
-		prog_refuse_tty(STDOUT_FILENO);
-		return STDOUT_FILENO;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		prog_err("unable to open '%s': %s", path, strerror(errno));
-	else
-		prog_refuse_tty(fd);
-	return fd;
-}
-
-static int open_input(const char *path)
-{
-	int fd;
-
-	if (!path)
-		return STDIN_FILENO;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		prog_err("unable to open '%s': %s", path, strerror(errno));
-	return fd;
-}
 
 /* The stream's sample rate from its header; -1 after a message. */
 static int stream_rate(const rec_header *h, const char *name, double *sr)
@@ -1536,10 +1510,10 @@ static int open_streams(struct run *r, const struct options *o,
 	double sr;
 	int err;
 
-	r->out_fd = open_output(o->output);
+	r->out_fd = prog_open_output(o->output);
 	if (r->out_fd < 0)
 		return -1;
-	r->in_fd = open_input(o->input);
+	r->in_fd = prog_open_input(o->input);
 	if (r->in_fd < 0)
 		return -1;
 	err = rec_reader_open(&r->rd, r->in_fd, &ro);

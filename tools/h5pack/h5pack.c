@@ -236,22 +236,6 @@ static void progress_end(struct progress *p)
 
 /* ------------------------------------------------------------------ */
 
-static int open_input(const char *path)
-{
-	int fd;
-
-	if (!path) {
-		if (isatty(STDIN_FILENO))
-			prog_usage_error("refusing to read records from a "
-					 "terminal; redirect or pipe the "
-					 "input");
-		return STDIN_FILENO;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		prog_err("unable to open '%s': %s", path, strerror(errno));
-	return fd;
-}
 
 /* The writer's settings from the stream header; -1 on a stream h5pack
  * cannot turn into a dataset. */
@@ -399,7 +383,7 @@ static int run(const struct options *o, int argc, char **argv)
 	double t_start = prog_now();
 	int in_fd, ret = EXIT_FAIL, err, have_out = 0;
 
-	in_fd = open_input(o->input);
+	in_fd = prog_open_input(o->input);
 	if (in_fd < 0)
 		goto out;
 	err = rec_reader_open(&r, in_fd, &ro);

@@ -385,33 +385,7 @@ static void report(const rec_reader *r, const rec_writer *w,
 		  st->padded, st->in_skipped + st->too_short, st->too_short);
 }
 
-static int open_output(const char *path)
-{
-	int fd;
 
-	if (!path) {
-		prog_refuse_tty(STDOUT_FILENO);
-		return STDOUT_FILENO;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		prog_err("unable to open '%s': %s", path, strerror(errno));
-	else
-		prog_refuse_tty(fd);
-	return fd;
-}
-
-static int open_input(const char *path)
-{
-	int fd;
-
-	if (!path)
-		return STDIN_FILENO;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		prog_err("unable to open '%s': %s", path, strerror(errno));
-	return fd;
-}
 
 /* Reads the header, opens the writer, cuts everything, writes the trailer
  * only when the whole input was good. */
@@ -427,7 +401,7 @@ static int run(const struct options *o, int argc, char **argv)
 	double t_start = prog_now();
 	int in_fd, out_fd = -1, ret = EXIT_FAIL, err;
 
-	in_fd = open_input(o->input);
+	in_fd = prog_open_input(o->input);
 	if (in_fd < 0)
 		goto out;
 	err = rec_reader_open(&r, in_fd, &ro);
@@ -442,7 +416,7 @@ static int run(const struct options *o, int argc, char **argv)
 		prog_err("out of memory");
 		goto out;
 	}
-	out_fd = open_output(o->output);
+	out_fd = prog_open_output(o->output);
 	if (out_fd < 0)
 		goto out;
 	err = rec_writer_open(&w, out_fd, h, &wo);
