@@ -90,4 +90,15 @@ test_expect_success 'a failing stage leaves no dataset and fails the pipeline' '
 	test -z "$(ls -A | grep "^\.out\.h5")"
 '
 
+test_expect_success VALGRIND 'every stage is clean under valgrind' '
+	VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
+	$VG wavcat --rate 4096 --duration 2 -j 2 DATA/ >vg-clips.rec &&
+	$VG segment --len 512 --hop 512 <vg-clips.rec >vg-segs.rec &&
+	$VG gpumel --device cpu -j 2 --n-fft 512 --hop 512 --n-mels 32 \
+		--no-center <vg-segs.rec >vg-feats.rec &&
+	$VG h5pack -o vg.h5 <vg-feats.rec &&
+	$VG recdump -q vg-feats.rec &&
+	test -f vg.h5
+'
+
 test_done
