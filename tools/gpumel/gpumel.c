@@ -1373,8 +1373,6 @@ static mel_backend *open_backend(const struct options *o,
 /* ------------------------------------------------------------------ */
 /* Streams */
 
-
-
 /* The stream's sample rate from its header; -1 after a message. */
 static int stream_rate(const rec_header *h, const char *name, double *sr)
 {

@@ -236,7 +236,6 @@ static void progress_end(struct progress *p)
 
 /* ------------------------------------------------------------------ */
 
-
 /* The writer's settings from the stream header; -1 on a stream h5pack
  * cannot turn into a dataset. */
 static int stream_settings(const rec_header *hdr, const char *in_name,

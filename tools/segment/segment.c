@@ -385,8 +385,6 @@ static void report(const rec_reader *r, const rec_writer *w,
 		  st->padded, st->in_skipped + st->too_short, st->too_short);
 }
 
-
-
 /* Reads the header, opens the writer, cuts everything, writes the trailer
  * only when the whole input was good. */
 static int run(const struct options *o, int argc, char **argv)
