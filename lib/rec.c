@@ -19,11 +19,16 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "crc32c.h"
@@ -37,6 +42,12 @@
 #define PAYLOAD_ALIGN 16u       /* of payloads handed out, for typed access */
 #define ALIGN_UP(n) (((n) + PAYLOAD_ALIGN - 1) & ~(size_t)(PAYLOAD_ALIGN - 1))
 #define REASON_SIZE 512
+/* Read-ahead: RA_SLOTS buffers of RA_HEAD + RA_CHUNK bytes; the thread
+ * reads into the last RA_CHUNK, and the unconsumed end of the buffer
+ * before (a partial record) is copied into the RA_HEAD before it. */
+#define RA_SLOTS 4
+#define RA_HEAD (1u << 20)
+#define RA_CHUNK (4u << 20)
 
 /* ------------------------------------------------------------------ */
 /* Little-endian fields */
@@ -633,6 +644,10 @@ struct rec_reader {
 	size_t cap, pos, end;
 	int eof;
 	uint64_t off;         /* stream offset of buf[pos] */
+	unsigned char *own;   /* buf when it is not a read-ahead slot */
+	size_t own_cap;
+	struct readahead *ra; /* NULL: read(2) in rd_fill */
+	int ra_cur;           /* the slot buf is in, -1: own */
 
 	uint64_t nrec;        /* records consumed, header included */
 	uint64_t ndata, nitems, nskipped;
@@ -675,16 +690,279 @@ static int rd_io_fail(rec_reader *r, int neg_errno)
 	return rd_fail(r, REC_E_IO, "read error: %s", strerror(-neg_errno));
 }
 
-static int rd_grow(rec_reader *r, size_t cap)
+/* Grows the own buffer (not current: buf is left alone). */
+static int rd_grow_own(rec_reader *r, size_t cap)
 {
-	unsigned char *nb = realloc(r->buf, cap);
+	unsigned char *nb = realloc(r->own, cap);
 
 	if (nb == NULL)
 		return rd_fail(r, REC_E_NOMEM, "out of memory for a buffer "
 			       "of %zu bytes", cap);
-	r->buf = nb;
-	r->cap = cap;
+	r->own = nb;
+	r->own_cap = cap;
 	return REC_OK;
+}
+
+/* Grows the own buffer when it is the current one. */
+static int rd_grow(rec_reader *r, size_t cap)
+{
+	int err = rd_grow_own(r, cap);
+
+	if (err == REC_OK) {
+		r->buf = r->own;
+		r->cap = r->own_cap;
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Read-ahead
+ *
+ * A thread reads fd into a ring of RA_SLOTS buffers, each read(2) into a
+ * free slot's chunk, in stream order; the consumer takes the slots in the
+ * same order. Each slot is EMPTY (the thread may fill it), FULL (read,
+ * waiting) or INUSE (the consumer's buf: records are parsed and handed
+ * out where the bytes landed). When the consumer runs out of bytes it
+ * takes the next FULL slot, copies its partial record (at most RA_HEAD
+ * bytes) in front of the new chunk, and frees the old slot; a record that
+ * does not fit that way is gathered in the reader's own buffer.
+ */
+
+enum { RA_EMPTY, RA_FULL, RA_INUSE };
+
+struct ra_slot {
+	unsigned char *mem;   /* RA_HEAD + RA_CHUNK bytes */
+	size_t len;           /* bytes read into mem + RA_HEAD */
+	int state;
+	int err;              /* errno of a failed read: the last slot */
+	int eof;              /* end of input: the last slot */
+};
+
+struct readahead {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	struct ra_slot slot[RA_SLOTS];
+	int next;             /* the slot the consumer takes next */
+	int stop;             /* set by rec_reader_close() */
+	int wake;             /* eventfd that interrupts the poll */
+	int fd, regular;      /* a regular file's read(2) never waits long */
+	int started;
+};
+
+/* Waits until fd can be read or the reader is closed; 0 to read, -1 to
+ * stop. Regular files are always readable. */
+static int ra_wait_input(struct readahead *ra)
+{
+	struct pollfd p[2] = { { .fd = ra->fd, .events = POLLIN },
+			       { .fd = ra->wake, .events = POLLIN } };
+
+	if (ra->regular)
+		return 0;
+	for (;;) {
+		int n = poll(p, 2, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || p[1].revents)
+			return -1;
+		/* POLLHUP or POLLERR too: read(2) tells what happened */
+		return 0;
+	}
+}
+
+static void *ra_main(void *arg)
+{
+	struct readahead *ra = arg;
+
+	for (int i = 0;; i = (i + 1) % RA_SLOTS) {
+		struct ra_slot *s = &ra->slot[i];
+		ssize_t got;
+
+		int stop;
+
+		pthread_mutex_lock(&ra->mu);
+		while (s->state != RA_EMPTY && !ra->stop)
+			pthread_cond_wait(&ra->cond, &ra->mu);
+		stop = ra->stop;
+		pthread_mutex_unlock(&ra->mu);
+		if (stop || ra_wait_input(ra) < 0)
+			return NULL;
+		got = xio_read_some(ra->fd, s->mem + RA_HEAD, RA_CHUNK);
+		pthread_mutex_lock(&ra->mu);
+		s->len = got > 0 ? (size_t)got : 0;
+		s->err = got < 0 ? (int)-got : 0;
+		s->eof = got == 0;
+		s->state = RA_FULL;
+		pthread_cond_broadcast(&ra->cond);
+		pthread_mutex_unlock(&ra->mu);
+		if (got <= 0)
+			return NULL;
+	}
+}
+
+static void ra_free(struct readahead *ra)
+{
+	if (ra == NULL)
+		return;
+	if (ra->started) {
+		uint64_t one = 1;
+
+		pthread_mutex_lock(&ra->mu);
+		ra->stop = 1;
+		pthread_cond_broadcast(&ra->cond);
+		pthread_mutex_unlock(&ra->mu);
+		if (write(ra->wake, &one, sizeof(one)) < 0) {
+			/* an eventfd write fails only on overflow: the thread
+			 * is awake already */
+		}
+		pthread_join(ra->thread, NULL);
+	}
+	if (ra->wake >= 0)
+		close(ra->wake);
+	pthread_cond_destroy(&ra->cond);
+	pthread_mutex_destroy(&ra->mu);
+	for (int i = 0; i < RA_SLOTS; i++)
+		free(ra->slot[i].mem);
+	free(ra);
+}
+
+/* Starts the read-ahead thread on fd; NULL with errno set on failure. */
+static struct readahead *ra_new(int fd)
+{
+	struct readahead *ra = calloc(1, sizeof(*ra));
+	struct stat st;
+	int e;
+
+	if (ra == NULL)
+		return NULL;
+	ra->fd = fd;
+	ra->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	ra->wake = eventfd(0, EFD_CLOEXEC);
+	pthread_mutex_init(&ra->mu, NULL);
+	pthread_cond_init(&ra->cond, NULL);
+	for (int i = 0; i < RA_SLOTS; i++)
+		if ((ra->slot[i].mem = malloc(RA_HEAD + RA_CHUNK)) == NULL)
+			goto fail;
+	if (ra->wake < 0)
+		goto fail;
+	if ((e = pthread_create(&ra->thread, NULL, ra_main, ra))) {
+		errno = e;
+		goto fail;
+	}
+	ra->started = 1;
+	return ra;
+fail:
+	e = errno;
+	ra_free(ra);
+	errno = e;
+	return NULL;
+}
+
+/* Waits for the next slot in stream order and makes it the consumer's. */
+static struct ra_slot *ra_take(struct readahead *ra, int *idx)
+{
+	struct ra_slot *s = &ra->slot[ra->next];
+
+	pthread_mutex_lock(&ra->mu);
+	while (s->state != RA_FULL)
+		pthread_cond_wait(&ra->cond, &ra->mu);
+	s->state = RA_INUSE;
+	pthread_mutex_unlock(&ra->mu);
+	*idx = ra->next;
+	ra->next = (ra->next + 1) % RA_SLOTS;
+	return s;
+}
+
+static void ra_release(struct readahead *ra, int idx)
+{
+	if (idx < 0)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->slot[idx].state = RA_EMPTY;
+	pthread_cond_broadcast(&ra->cond);
+	pthread_mutex_unlock(&ra->mu);
+}
+
+/* Makes the reader's own buffer current, holding the unconsumed bytes,
+ * with room for at least need bytes. */
+static int rd_to_own(rec_reader *r, size_t need)
+{
+	size_t left = r->end - r->pos;
+
+	if (r->ra_cur < 0 && r->pos > 0) {
+		memmove(r->own, r->own + r->pos, left);
+	} else if (r->ra_cur >= 0) {
+		if (r->own_cap < need && rd_grow_own(r, need) < 0)
+			return REC_E_NOMEM;
+		memcpy(r->own, r->buf + r->pos, left);
+		ra_release(r->ra, r->ra_cur);
+		r->ra_cur = -1;
+	}
+	if (r->own_cap < need && rd_grow_own(r, need) < 0)
+		return REC_E_NOMEM;
+	r->buf = r->own;
+	r->cap = r->own_cap;
+	r->pos = 0;
+	r->end = left;
+	return REC_OK;
+}
+
+/*
+ * rd_fill with read-ahead: takes slots until n bytes are unconsumed. A
+ * partial record of at most RA_HEAD bytes moves in front of the next
+ * chunk; a longer one is gathered in the own buffer, which grows as
+ * bytes arrive (never to a corrupt length at once).
+ */
+static int rd_fill_ra(rec_reader *r, size_t n)
+{
+	while (r->end - r->pos < n && !r->eof) {
+		size_t left = r->end - r->pos;
+		int idx, err;
+		struct ra_slot *s = ra_take(r->ra, &idx);
+
+		if (s->err || s->eof) {
+			ra_release(r->ra, idx);
+			if (s->err)
+				return rd_io_fail(r, -s->err);
+			r->eof = 1;
+			break;
+		}
+		if (left <= RA_HEAD && n <= RA_HEAD + RA_CHUNK &&
+		    (left + s->len >= n || left <= s->len)) {
+			/* the common case: continue in the new chunk. A
+			 * record that still lacks bytes moves on again, but
+			 * only while the bytes moved are no more than those
+			 * that came (a slow pipe's small reads would copy a
+			 * long record over and over); else it is gathered. */
+			memcpy(s->mem + RA_HEAD - left, r->buf + r->pos, left);
+			ra_release(r->ra, r->ra_cur);
+			r->ra_cur = idx;
+			r->buf = s->mem;
+			r->cap = RA_HEAD + RA_CHUNK;
+			r->pos = RA_HEAD - left;
+			r->end = RA_HEAD + s->len;
+			continue;
+		}
+		/* gather: own buffer, doubling as bytes arrive */
+		size_t want = left + s->len;
+
+		if (r->ra_cur >= 0 || r->own_cap < want ||
+		    r->own_cap - r->end < s->len) {
+			size_t cap = r->own_cap;
+
+			while (cap < want)
+				cap *= 2;
+			if ((err = rd_to_own(r, cap)) != REC_OK) {
+				ra_release(r->ra, idx);
+				return err;
+			}
+		}
+		memcpy(r->buf + r->end, s->mem + RA_HEAD, s->len);
+		r->end += s->len;
+		ra_release(r->ra, idx);
+	}
+	return r->end - r->pos >= n ? REC_OK : 1;
 }
 
 /*
@@ -696,6 +974,8 @@ static int rd_fill(rec_reader *r, size_t n)
 {
 	if (r->end - r->pos >= n)
 		return REC_OK;
+	if (r->ra)
+		return rd_fill_ra(r, n);
 	/* Move what is left to the front when the room after it is short. */
 	if (r->cap - r->pos < n || r->cap - r->end < MIN_READ) {
 		memmove(r->buf, r->buf + r->pos, r->end - r->pos);
@@ -1124,12 +1404,17 @@ int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
 		      : REC_DEFAULT_MAX_DATA;
 	r->name_buf = strdup(name);
 	r->name = r->name_buf ? r->name_buf : "input";
-	r->cap = DEFAULT_BUFFER;
-	r->buf = malloc(r->cap);
+	r->ra_cur = -1;
+	r->own_cap = r->cap = DEFAULT_BUFFER;
+	r->own = r->buf = malloc(r->cap);
 	r->key = malloc(MAX_KEY + 1);
 	if (r->name_buf == NULL || r->buf == NULL || r->key == NULL)
 		return rd_fail(r, REC_E_NOMEM, "out of memory");
 	xio_grow_pipe(fd);
+	if (opts && opts->read_ahead && (r->ra = ra_new(fd)) == NULL)
+		return rd_fail(r, errno == ENOMEM ? REC_E_NOMEM : REC_E_IO,
+			       "cannot start reading ahead: %s",
+			       strerror(errno));
 	/* it receives a data record that comes first, to be refused. */
 	return rd_record(r, &it);
 }
@@ -1172,8 +1457,9 @@ void rec_reader_close(rec_reader *r)
 {
 	if (r == NULL)
 		return;
+	ra_free(r->ra);
 	free(r->name_buf);
-	free(r->buf);
+	free(r->own);
 	free(r->key);
 	free(r->zbuf);
 	ZSTD_freeDCtx(r->dctx);
@@ -1212,7 +1498,148 @@ struct rec_writer {
 	int finished;
 	int state;              /* REC_OK or sticky error */
 	char detail[DETAIL_SIZE];
+	struct writebehind *wb; /* NULL: write(2) in wr_flush */
 };
+
+/* ------------------------------------------------------------------ */
+/* Write-behind
+ *
+ * WB_SLOTS buffers in a ring: the caller fills one (w->buf), hands it to
+ * the thread when it is full and goes on in the next free one; the
+ * thread writes them in order. The first write error is kept and every
+ * later buffer dropped; the caller sees the error at its next flush.
+ */
+
+#define WB_SLOTS 3
+
+enum { WB_FREE, WB_QUEUED };
+
+struct writebehind {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	unsigned char *mem[WB_SLOTS];
+	size_t cap[WB_SLOTS], len[WB_SLOTS];
+	int state[WB_SLOTS];
+	int cur;                /* the slot w->buf is */
+	int queued;             /* slots waiting or being written */
+	int err;                /* first write error, -errno */
+	int stop, started, fd;
+};
+
+static void *wb_main(void *arg)
+{
+	struct writebehind *wb = arg;
+
+	for (int i = 0;; i = (i + 1) % WB_SLOTS) {
+		int err, e = 0;
+
+		pthread_mutex_lock(&wb->mu);
+		while (wb->state[i] != WB_QUEUED && !wb->stop)
+			pthread_cond_wait(&wb->cond, &wb->mu);
+		if (wb->state[i] != WB_QUEUED) { /* stop, nothing left */
+			pthread_mutex_unlock(&wb->mu);
+			return NULL;
+		}
+		err = wb->err;
+		pthread_mutex_unlock(&wb->mu);
+		if (!err)
+			e = xio_write_all(wb->fd, wb->mem[i], wb->len[i]);
+		pthread_mutex_lock(&wb->mu);
+		if (e && !wb->err)
+			wb->err = e;
+		wb->state[i] = WB_FREE;
+		wb->queued--;
+		pthread_cond_broadcast(&wb->cond);
+		pthread_mutex_unlock(&wb->mu);
+	}
+}
+
+/* Waits until every queued buffer is written; the first error or 0. */
+static int wb_drain(struct writebehind *wb)
+{
+	int err;
+
+	pthread_mutex_lock(&wb->mu);
+	while (wb->queued)
+		pthread_cond_wait(&wb->cond, &wb->mu);
+	err = wb->err;
+	pthread_mutex_unlock(&wb->mu);
+	return err;
+}
+
+static void wb_free(struct writebehind *wb)
+{
+	if (wb == NULL)
+		return;
+	if (wb->started) {
+		wb_drain(wb);
+		pthread_mutex_lock(&wb->mu);
+		wb->stop = 1;
+		pthread_cond_broadcast(&wb->cond);
+		pthread_mutex_unlock(&wb->mu);
+		pthread_join(wb->thread, NULL);
+	}
+	pthread_cond_destroy(&wb->cond);
+	pthread_mutex_destroy(&wb->mu);
+	for (int i = 0; i < WB_SLOTS; i++)
+		free(wb->mem[i]);
+	free(wb);
+}
+
+/* The ring, with w->buf as its first slot; NULL with errno on failure. */
+static struct writebehind *wb_new(rec_writer *w)
+{
+	struct writebehind *wb = calloc(1, sizeof(*wb));
+	int e;
+
+	if (wb == NULL)
+		return NULL;
+	wb->fd = w->fd;
+	pthread_mutex_init(&wb->mu, NULL);
+	pthread_cond_init(&wb->cond, NULL);
+	for (int i = 1; i < WB_SLOTS; i++) {
+		if ((wb->mem[i] = malloc(w->cap)) == NULL) {
+			wb_free(wb);
+			errno = ENOMEM;
+			return NULL;
+		}
+		wb->cap[i] = w->cap;
+	}
+	if ((e = pthread_create(&wb->thread, NULL, wb_main, wb))) {
+		wb_free(wb);
+		errno = e;
+		return NULL;
+	}
+	wb->started = 1;
+	wb->mem[0] = w->buf;    /* the ring owns it from now on */
+	wb->cap[0] = w->cap;
+	return wb;
+}
+
+/* Queues w->buf and makes the next free slot w->buf. */
+static int wb_submit(rec_writer *w)
+{
+	struct writebehind *wb = w->wb;
+	int next = (wb->cur + 1) % WB_SLOTS, err;
+
+	pthread_mutex_lock(&wb->mu);
+	wb->mem[wb->cur] = w->buf; /* a header may have grown it */
+	wb->cap[wb->cur] = w->cap;
+	wb->len[wb->cur] = w->len;
+	wb->state[wb->cur] = WB_QUEUED;
+	wb->queued++;
+	pthread_cond_broadcast(&wb->cond);
+	while (wb->state[next] != WB_FREE)
+		pthread_cond_wait(&wb->cond, &wb->mu);
+	err = wb->err;
+	pthread_mutex_unlock(&wb->mu);
+	wb->cur = next;
+	w->buf = wb->mem[next];
+	w->cap = wb->cap[next];
+	w->len = 0;
+	return err;
+}
 
 __attribute__((format(printf, 3, 4)))
 static int wr_fail(rec_writer *w, int err, const char *fmt, ...)
@@ -1242,9 +1669,23 @@ static int wr_flush(rec_writer *w)
 	int e;
 
 	if (w->len == 0)
-		return REC_OK;
-	e = xio_write_all(w->fd, w->buf, w->len);
+		return w->wb && (e = w->wb->err) ? wr_io(w, e) : REC_OK;
+	if (w->wb)
+		e = wb_submit(w);
+	else
+		e = xio_write_all(w->fd, w->buf, w->len);
 	w->len = 0;
+	return e ? wr_io(w, e) : REC_OK;
+}
+
+/* wr_flush, and with write-behind also waits until all is written. */
+static int wr_flush_all(rec_writer *w)
+{
+	int e = wr_flush(w);
+
+	if (e || w->wb == NULL)
+		return e;
+	e = wb_drain(w->wb);
 	return e ? wr_io(w, e) : REC_OK;
 }
 
@@ -1279,8 +1720,15 @@ static int wr_flush_with(rec_writer *w, const void *data, size_t len)
 		{ .iov_base = w->buf, .iov_len = w->len },
 		{ .iov_base = (void *)data, .iov_len = len },
 	};
-	int err = xio_writev_all(w->fd, iov, 2);
+	int err;
 
+	if (w->wb) {
+		/* the payload is the caller's: written before return */
+		if ((err = wr_flush_all(w)))
+			return err;
+		iov[0].iov_len = 0;
+	}
+	err = xio_writev_all(w->fd, iov, 2);
 	w->len = 0;
 	return err ? wr_io(w, err) : REC_OK;
 }
@@ -1477,6 +1925,12 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 	}
 	header_serialise(hdr, meta);
 	xio_grow_pipe(fd);
+	if (opts && opts->write_behind && (w->wb = wb_new(w)) == NULL) {
+		err = wr_fail(w, errno == ENOMEM ? REC_E_NOMEM : REC_E_IO,
+			      "cannot start writing behind: %s",
+			      strerror(errno));
+		goto out;
+	}
 	h.type = REC_T_HEADER;
 	h.meta_len = (uint32_t)msize;
 	err = wr_emit(w, &h, NULL, meta, NULL);
@@ -1594,7 +2048,7 @@ int rec_writer_flush(rec_writer *w)
 		return w->state;
 	if (w->reserved)
 		return wr_fail(w, REC_E_INVAL, "flush during a reservation");
-	return wr_flush(w);
+	return wr_flush_all(w);
 }
 
 int rec_writer_finish(rec_writer *w)
@@ -1622,7 +2076,7 @@ int rec_writer_finish(rec_writer *w)
 	if (err)
 		return err;
 	w->finished = 1;
-	return wr_flush(w);
+	return wr_flush_all(w);
 }
 
 uint64_t rec_writer_count(const rec_writer *w)
@@ -1644,8 +2098,13 @@ void rec_writer_close(rec_writer *w)
 {
 	if (w == NULL)
 		return;
+	if (w->wb) {
+		w->wb->mem[w->wb->cur] = w->buf;
+		wb_free(w->wb); /* waits for what is queued, frees w->buf */
+	} else {
+		free(w->buf);
+	}
 	free(w->name);
-	free(w->buf);
 	free(w->zbuf);
 	free(w->scratch);
 	ZSTD_freeCCtx(w->cctx);

@@ -163,11 +163,20 @@ typedef struct rec_reader_opts {
 	uint64_t max_data;   /* payload cap in bytes; 0 = REC_DEFAULT_MAX_DATA */
 	const char *name;    /* name of the input for detail messages
 				("stdin", a path); NULL = "input" */
+	int read_ahead;      /* 1: a thread of the reader's own reads fd
+				ahead into a ring of large buffers while
+				the caller works on records, so that the
+				read(2) copies overlap the caller's work;
+				records are handed out from those buffers
+				without another copy. 0: read(2) on the
+				caller's thread, as records are needed. */
 } rec_reader_opts;
 
 /* Opens a reader on fd (not closed by the library) and reads the header
  * record. opts may be NULL. On failure *out is still set (so that
- * rec_reader_detail() can explain) and must be closed. */
+ * rec_reader_detail() can explain) and must be closed. With read_ahead
+ * the reader's thread runs until rec_reader_close(), which stops it even
+ * when it waits on a pipe; fd must stay open until then. */
 int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts);
 /* The stream header read by rec_reader_open(); owned by the reader. */
 const rec_header *rec_reader_header(const rec_reader *r);
@@ -175,8 +184,10 @@ const rec_header *rec_reader_header(const rec_reader *r);
  * trailer has been read, verified and followed by end of input, or an
  * error. After REC_END or an error, further calls return the same.
  * Besides the checks of formats/record.md in its order, a record whose
- * (clip, offset) does not come after the previous record's is refused
- * (REC_E_ORDER): clips increase, offsets increase within a clip. */
+ * (clip, segment) does not come after the previous record's is refused
+ * (REC_E_ORDER): clips increase, segments increase within a clip. The
+ * item's key and data point into the reader's buffers and stay valid
+ * until the next call. */
 int rec_read(rec_reader *r, rec_item *it);
 /* The trailer, valid after rec_read() returned REC_END. */
 const rec_trailer *rec_reader_trailer(const rec_reader *r);
@@ -198,6 +209,12 @@ typedef struct rec_writer_opts {
 	int zstd_level;      /* 0: payloads stored raw; 1..19: zstd */
 	size_t buffer_size;  /* output buffer; 0 = 1 MiB */
 	const char *name;    /* name of the output for detail; NULL = "output" */
+	int write_behind;    /* 1: full buffers go to a thread of the
+				writer's own that write(2)s them while the
+				caller fills the next; write errors then
+				show at a later call (the next flush at the
+				latest). rec_writer_flush(), finish and
+				close wait until all is written. */
 } rec_writer_opts;
 
 /* Opens a writer on fd (not closed by the library) and writes the header

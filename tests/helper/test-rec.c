@@ -21,6 +21,10 @@
 /* Fixtures */
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
+/* Readers read ahead in a thread of their own (the second pass). */
+static int g_ra;
+/* Writers write behind in a thread of their own (the third pass). */
+static int g_wb;
 
 static uint64_t rng(void)
 {
@@ -127,7 +131,8 @@ static void check_stream(int fd, const struct titem *want, size_t n,
 	off_t size = lseek(fd, 0, SEEK_END);
 
 	lseek(fd, 0, SEEK_SET);
-	err = rec_reader_open(&r, fd, &(rec_reader_opts){ .name = what });
+	err = rec_reader_open(&r, fd, &(rec_reader_opts){
+				      .name = what, .read_ahead = g_ra });
 	if (!tap_is(err, 0, "%s: open", what)) {
 		tap_diag("%s", rec_reader_detail(r));
 		rec_reader_close(r);
@@ -286,7 +291,9 @@ static void test_add_stage(void)
 /* Round trips */
 
 /* Items of every type and dtype, keys of 0..20 bytes (every payload
- * alignment), an empty payload, and one payload of 3 MB. */
+ * alignment), an empty payload, with big one payload of 3 MB, with big 2
+ * also one of 12 MB (read ahead, records of more than 1 MiB and more than
+ * 5 MiB take other ways than small ones). */
 static size_t make_items(struct titem *t, size_t max, int big)
 {
 	size_t n = 0;
@@ -306,6 +313,11 @@ static size_t make_items(struct titem *t, size_t max, int big)
 	if (big)
 		titem_make(&t[n++], REC_T_AUDIO, REC_S16, clip++, 0,
 			   1500000, 1, 9);
+	if (big > 1) {
+		titem_make(&t[n++], REC_T_AUDIO, REC_S16, clip++, 0, 7, 1, 3);
+		titem_make(&t[n++], REC_T_AUDIO, REC_S16, clip++, 0,
+			   6000000, 1, 4);
+	}
 	titem_make(&t[n++], REC_T_FEATURES, REC_F16, clip++, 0, 64, 3, 1);
 	return n;
 }
@@ -322,7 +334,8 @@ static void test_round_trip(int level, size_t bufsize)
 	size_t n = make_items(t, 290, 1);
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
-	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize };
+	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize,
+			      .write_behind = g_wb };
 	char what[64];
 	int fd = temp_fd(), err = 0;
 
@@ -353,7 +366,8 @@ static void test_reserve(int level, size_t bufsize)
 	size_t n = 0;
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
-	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize };
+	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize,
+			      .write_behind = g_wb };
 	static const size_t keys[] = { 3, 3, 0, 70, 70, 1, 64, 65, 63, 2 };
 	char what[80];
 	int fd = temp_fd(), err, misaligned = 0;
@@ -560,7 +574,8 @@ static int read_all(const unsigned char *buf, size_t len, char *detail,
 		exit(99);
 	lseek(fd, 0, SEEK_SET);
 	err = rec_reader_open(&r, fd, &(rec_reader_opts){
-				      .name = "mem", .max_data = max_data });
+				      .name = "mem", .max_data = max_data,
+				      .read_ahead = g_ra });
 	while (err == REC_OK)
 		err = rec_read(r, &it);
 	if (detail)
@@ -676,14 +691,16 @@ static void test_epipe(void)
 		exit(99);
 	close(p[0]);
 	titem_make(&t, REC_T_AUDIO, REC_S16, 0, 0, 10000, 1, 3);
-	err = rec_writer_open(&w, p[1], h, NULL);
+	err = rec_writer_open(&w, p[1], h, &(rec_writer_opts){
+				      .write_behind = g_wb });
 	for (uint64_t i = 0; i < 1000 && !err; i++) {
 		t.it.clip = i;
 		err = rec_write(w, &t.it);
 	}
 	if (!err)
 		err = rec_writer_finish(w);
-	tap_is(err, REC_E_EPIPE, "a closed pipe gives REC_E_EPIPE");
+	tap_is(err, REC_E_EPIPE, "a closed pipe gives REC_E_EPIPE%s",
+	       g_wb ? " (write behind)" : "");
 	tap_ok(strstr(rec_writer_detail(w), "Broken pipe") != NULL,
 	       "detail: %s", rec_writer_detail(w));
 	tap_is(rec_write(w, &t.it), REC_E_EPIPE, "and stays failed");
@@ -699,7 +716,7 @@ static void test_slow_pipe(void)
 {
 	int fd = temp_fd(), p[2], status;
 	struct titem t[300];
-	size_t n = make_items(t, 290, 1);
+	size_t n = make_items(t, 290, 2);
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
 	rec_reader *r = NULL;
@@ -728,11 +745,12 @@ static void test_slow_pipe(void)
 		_exit(0);
 	}
 	close(p[1]);
-	err = rec_reader_open(&r, p[0], NULL);
+	err = rec_reader_open(&r, p[0], &(rec_reader_opts){
+				      .read_ahead = g_ra });
 	while (err == REC_OK && (err = rec_read(r, &it)) == REC_OK)
 		bad += i >= n || !items_equal(&it, &t[i++].it);
 	tap_is(err, REC_END, "a stream dribbled through a pipe reads to its "
-	       "end");
+	       "end%s", g_ra ? " (read ahead)" : "");
 	if (err != REC_END)
 		tap_diag("%s", rec_reader_detail(r));
 	tap_is(bad, 0, "with every record equal");
@@ -743,6 +761,80 @@ static void test_slow_pipe(void)
 	free_items(t, n);
 	close(p[0]);
 	close(fd);
+}
+
+/* A reader that reads ahead is closed while its thread waits on a pipe
+ * whose writer neither writes nor closes: the close must not hang. */
+static void test_close_while_waiting(void)
+{
+	int fd = temp_fd(), p[2];
+	struct titem t[300];
+	size_t n = make_items(t, 290, 0);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_reader *r = NULL;
+	rec_item it;
+	static unsigned char buf[4096];
+	ssize_t got;
+	int err;
+
+	rec_writer_open(&w, fd, h, NULL);
+	for (size_t k = 0; k < n; k++)
+		rec_write(w, &t[k].it);
+	rec_writer_finish(w);
+	rec_writer_close(w);
+	if (pipe(p) < 0)
+		exit(99);
+	/* the first 4 KiB of the stream, then silence */
+	lseek(fd, 0, SEEK_SET);
+	got = read(fd, buf, sizeof(buf));
+	if (got <= 0 || write(p[1], buf, (size_t)got) != got)
+		exit(99);
+	alarm(20); /* a hang fails the test by SIGALRM */
+	err = rec_reader_open(&r, p[0], &(rec_reader_opts){ .read_ahead = 1 });
+	if (err == REC_OK)
+		err = rec_read(r, &it);
+	tap_is(err, REC_OK, "read ahead: the first record of a stalled pipe");
+	rec_reader_close(r);
+	alarm(0);
+	tap_ok(1, "read ahead: closing while the thread waits returns");
+	rec_header_free(h);
+	free_items(t, n);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
+/* The reader's tests once more with reading ahead. */
+static void test_read_ahead(void)
+{
+	g_ra = 1;
+	test_round_trip(0, 0);
+	test_round_trip(3, 0);
+	test_round_trip(1, 70000);
+	test_corruption(0);
+	test_corruption(3);
+	test_reader_errors();
+	test_slow_pipe();
+	test_close_while_waiting();
+	g_ra = 0;
+}
+
+/* The writer's tests once more with writing behind, and a stream written
+ * behind into a pipe that a reader reading ahead takes apart. */
+static void test_write_behind(void)
+{
+	g_wb = 1;
+	test_round_trip(0, 0);
+	test_round_trip(0, 4096);
+	test_round_trip(3, 0);
+	test_round_trip(1, 70000);
+	test_reserve(0, 0);
+	test_reserve(0, 4096);
+	test_reserve(0, 100000);
+	test_reserve(5, 0);
+	test_epipe();
+	g_wb = 0;
 }
 
 int main(void)
@@ -765,5 +857,7 @@ int main(void)
 	test_reader_errors();
 	test_epipe();
 	test_slow_pipe();
+	test_read_ahead();
+	test_write_behind();
 	return tap_done();
 }

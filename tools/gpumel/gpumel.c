@@ -1504,7 +1504,8 @@ struct run {
 static int open_streams(struct run *r, const struct options *o,
 			mel_params *p)
 {
-	rec_reader_opts ro = { .name = o->input ? o->input : "stdin" };
+	rec_reader_opts ro = { .name = o->input ? o->input : "stdin",
+			       .read_ahead = 1 };
 	double sr;
 	int err;
 
@@ -1545,7 +1546,8 @@ static int open_writer(struct run *r, const struct options *o,
 		       const mel_params *p, int argc, char **argv)
 {
 	rec_writer_opts wo = { .buffer_size = WRITE_BUFFER,
-			       .name = o->output ? o->output : "stdout" };
+			       .name = o->output ? o->output : "stdout",
+			       .write_behind = 1 };
 	int err;
 
 	r->oh = output_header(rec_reader_header(r->rd), p, argc, argv);

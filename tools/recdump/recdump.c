@@ -415,7 +415,8 @@ static void check_stdout(void)
 /* Reads and prints the stream; returns the exit status. */
 static int dump(int fd, const char *name, const struct opts *o)
 {
-	rec_reader_opts ro = { .max_data = o->max_data, .name = name };
+	rec_reader_opts ro = { .max_data = o->max_data, .name = name,
+			       .read_ahead = 1 };
 	rec_reader *r = NULL;
 	struct totals t = { 0 };
 	const rec_header *h;

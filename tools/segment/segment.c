@@ -390,8 +390,9 @@ static void report(const rec_reader *r, const rec_writer *w,
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
-	rec_reader_opts ro = { .name = in_name };
-	rec_writer_opts wo = { .name = o->output ? o->output : "stdout" };
+	rec_reader_opts ro = { .name = in_name, .read_ahead = 1 };
+	rec_writer_opts wo = { .name = o->output ? o->output : "stdout",
+			       .write_behind = 1 };
 	rec_reader *r = NULL;
 	rec_writer *w = NULL;
 	rec_header *h = NULL;

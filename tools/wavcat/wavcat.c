@@ -475,7 +475,7 @@ static const char *writer_why(const rec_writer *w, int err)
 static int open_writer(struct run *r)
 {
 	rec_writer_opts wo = { .zstd_level = r->o.zstd,
-			       .name = r->out_name };
+			       .name = r->out_name, .write_behind = 1 };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
 	if (err) {
