@@ -36,8 +36,17 @@ static int mem_fd(const void *data, size_t size)
 	return fd;
 }
 
-/* Copies the stream at in to out; 0 when the whole stream was valid. */
-static int copy_stream(int in, int out, uint64_t *records)
+/* How a copy ended: the reader's result, its count and its detail. */
+struct outcome {
+	int err;
+	uint64_t records;
+	char detail[1024];
+};
+
+/* Copies the stream at in to out (none when out < 0), the reader reading
+ * ahead in a thread or not, the writer writing behind or not; 0 when the
+ * whole stream was valid. */
+static int copy_stream(int in, int out, int threads, struct outcome *oc)
 {
 	rec_reader *r = NULL;
 	rec_writer *w = NULL;
@@ -45,14 +54,18 @@ static int copy_stream(int in, int out, uint64_t *records)
 	int err;
 
 	err = rec_reader_open(&r, in, &(rec_reader_opts){
-				      .max_data = 1 << 24 });
+				      .max_data = 1 << 24,
+				      .read_ahead = threads });
 	if (err == REC_OK && out >= 0)
-		err = rec_writer_open(&w, out, rec_reader_header(r), NULL);
+		err = rec_writer_open(&w, out, rec_reader_header(r),
+				      &(rec_writer_opts){
+					      .write_behind = threads });
 	while (err == REC_OK) {
 		err = rec_read(r, &it);
 		if (err == REC_OK && w)
 			err = rec_write(w, &it);
 	}
+	oc->err = err; /* the reader's verdict */
 	if (err == REC_END && w)
 		err = rec_writer_finish(w);
 	if (err < 0 && rec_reader_detail(r)[0] == '\0' &&
@@ -60,27 +73,55 @@ static int copy_stream(int in, int out, uint64_t *records)
 		fprintf(stderr, "fuzz-rec: error %d without a detail\n", err);
 		abort();
 	}
-	*records = rec_reader_count(r);
+	oc->records = rec_reader_count(r);
+	snprintf(oc->detail, sizeof(oc->detail), "%s", rec_reader_detail(r));
 	rec_writer_close(w);
 	rec_reader_close(r);
 	return err == REC_END || err == REC_OK ? 0 : -1;
 }
 
+/* The copy at fd must read back as valid, with a's records. */
+static void check_copy(int fd, const struct outcome *a)
+{
+	struct outcome b;
+
+	lseek(fd, 0, SEEK_SET);
+	if (copy_stream(fd, -1, 1, &b) != 0 || b.records != a->records) {
+		fprintf(stderr, "fuzz-rec: a valid stream of %llu records did "
+			"not survive a copy\n",
+			(unsigned long long)a->records);
+		abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int in = mem_fd(data, size), out = mem_fd(NULL, 0), again;
-	uint64_t n1 = 0, n2 = 0;
+	int in = mem_fd(data, size), out = mem_fd(NULL, 0), ok;
+	struct outcome a, b;
 
-	if (copy_stream(in, out, &n1) == 0) {
-		/* A stream the reader accepts survives the writer intact. */
-		lseek(out, 0, SEEK_SET);
-		again = copy_stream(out, -1, &n2);
-		if (again != 0 || n1 != n2) {
-			fprintf(stderr, "fuzz-rec: a valid stream of %llu "
-				"records did not survive a copy\n",
-				(unsigned long long)n1);
+	ok = copy_stream(in, out, 0, &a) == 0;
+	/* Reading ahead in a thread must see exactly what the plain reader
+	 * sees: the same records, the same verdict, the same sentence. */
+	lseek(in, 0, SEEK_SET);
+	copy_stream(in, -1, 1, &b);
+	if (a.err != b.err || a.records != b.records ||
+	    strcmp(a.detail, b.detail) != 0) {
+		fprintf(stderr, "fuzz-rec: reading ahead differs: %d, %llu "
+			"records, '%s' against %d, %llu, '%s'\n", b.err,
+			(unsigned long long)b.records, b.detail, a.err,
+			(unsigned long long)a.records, a.detail);
+		abort();
+	}
+	if (ok) {
+		/* A stream the reader accepts survives the writer intact,
+		 * written behind or not. */
+		check_copy(out, &a);
+		if (ftruncate(out, 0) < 0)
 			abort();
-		}
+		lseek(out, 0, SEEK_SET);
+		lseek(in, 0, SEEK_SET);
+		copy_stream(in, out, 1, &b);
+		check_copy(out, &a);
 	}
 	close(in);
 	close(out);
