@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -48,6 +49,15 @@
 #define RA_SLOTS 4
 #define RA_HEAD (1u << 20)
 #define RA_CHUNK (4u << 20)
+
+/* Seconds on the monotonic clock, for the wait timers. */
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* ------------------------------------------------------------------ */
 /* Little-endian fields */
@@ -639,6 +649,7 @@ struct rec_reader {
 	const char *name;     /* name_buf, or a constant when out of memory */
 	char *name_buf;
 	uint64_t max_data;
+	int unaligned;        /* hand payloads out where they are */
 
 	unsigned char *buf;   /* bytes [pos, end) are read, not consumed */
 	size_t cap, pos, end;
@@ -648,6 +659,7 @@ struct rec_reader {
 	size_t own_cap;
 	struct readahead *ra; /* NULL: read(2) in rd_fill */
 	int ra_cur;           /* the slot buf is in, -1: own */
+	double t_wait;        /* rec_reader_wait() */
 
 	uint64_t nrec;        /* records consumed, header included */
 	uint64_t ndata, nitems, nskipped;
@@ -860,13 +872,19 @@ fail:
 }
 
 /* Waits for the next slot in stream order and makes it the consumer's. */
-static struct ra_slot *ra_take(struct readahead *ra, int *idx)
+static struct ra_slot *ra_take(struct readahead *ra, int *idx,
+			       double *waited)
 {
 	struct ra_slot *s = &ra->slot[ra->next];
 
 	pthread_mutex_lock(&ra->mu);
-	while (s->state != RA_FULL)
-		pthread_cond_wait(&ra->cond, &ra->mu);
+	if (s->state != RA_FULL) {
+		double t0 = mono_now();
+
+		while (s->state != RA_FULL)
+			pthread_cond_wait(&ra->cond, &ra->mu);
+		*waited += mono_now() - t0;
+	}
 	s->state = RA_INUSE;
 	pthread_mutex_unlock(&ra->mu);
 	*idx = ra->next;
@@ -919,7 +937,7 @@ static int rd_fill_ra(rec_reader *r, size_t n)
 	while (r->end - r->pos < n && !r->eof) {
 		size_t left = r->end - r->pos;
 		int idx, err;
-		struct ra_slot *s = ra_take(r->ra, &idx);
+		struct ra_slot *s = ra_take(r->ra, &idx, &r->t_wait);
 
 		if (s->err || s->eof) {
 			ra_release(r->ra, idx);
@@ -996,7 +1014,10 @@ static int rd_fill(rec_reader *r, size_t n)
 			if (err)
 				return err;
 		}
+		double t0 = mono_now();
+
 		got = xio_read_some(r->fd, r->buf + r->end, r->cap - r->end);
+		r->t_wait += mono_now() - t0;
 		if (got < 0)
 			return rd_io_fail(r, (int)got);
 		if (got == 0)
@@ -1335,7 +1356,7 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 	r->key[it->key_len] = '\0';
 	it->key = r->key;
 	it->data_len = h->raw_len;
-	it->data = data == r->zbuf ? data
+	it->data = data == r->zbuf || r->unaligned ? data
 		   : rd_align(it, (unsigned char *)data);
 	r->have_prev = 1;
 	r->prev_clip = it->clip;
@@ -1402,6 +1423,7 @@ int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
 	r->fd = fd;
 	r->max_data = opts && opts->max_data ? opts->max_data
 		      : REC_DEFAULT_MAX_DATA;
+	r->unaligned = opts && opts->unaligned;
 	r->name_buf = strdup(name);
 	r->name = r->name_buf ? r->name_buf : "input";
 	r->ra_cur = -1;
@@ -1446,6 +1468,11 @@ uint64_t rec_reader_offset(const rec_reader *r)
 uint64_t rec_reader_count(const rec_reader *r)
 {
 	return r ? r->ndata : 0;
+}
+
+double rec_reader_wait(const rec_reader *r)
+{
+	return r ? r->t_wait : 0.0;
 }
 
 const char *rec_reader_detail(const rec_reader *r)
@@ -1499,6 +1526,7 @@ struct rec_writer {
 	int state;              /* REC_OK or sticky error */
 	char detail[DETAIL_SIZE];
 	struct writebehind *wb; /* NULL: write(2) in wr_flush */
+	double t_wait;          /* rec_writer_wait() */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1630,8 +1658,13 @@ static int wb_submit(rec_writer *w)
 	wb->state[wb->cur] = WB_QUEUED;
 	wb->queued++;
 	pthread_cond_broadcast(&wb->cond);
-	while (wb->state[next] != WB_FREE)
-		pthread_cond_wait(&wb->cond, &wb->mu);
+	if (wb->state[next] != WB_FREE) {
+		double t0 = mono_now();
+
+		while (wb->state[next] != WB_FREE)
+			pthread_cond_wait(&wb->cond, &wb->mu);
+		w->t_wait += mono_now() - t0;
+	}
 	err = wb->err;
 	pthread_mutex_unlock(&wb->mu);
 	wb->cur = next;
@@ -1670,10 +1703,14 @@ static int wr_flush(rec_writer *w)
 
 	if (w->len == 0)
 		return w->wb && (e = w->wb->err) ? wr_io(w, e) : REC_OK;
-	if (w->wb)
+	if (w->wb) {
 		e = wb_submit(w);
-	else
+	} else {
+		double t0 = mono_now();
+
 		e = xio_write_all(w->fd, w->buf, w->len);
+		w->t_wait += mono_now() - t0;
+	}
 	w->len = 0;
 	return e ? wr_io(w, e) : REC_OK;
 }
@@ -1683,9 +1720,13 @@ static int wr_flush_all(rec_writer *w)
 {
 	int e = wr_flush(w);
 
+	double t0;
+
 	if (e || w->wb == NULL)
 		return e;
+	t0 = mono_now();
 	e = wb_drain(w->wb);
+	w->t_wait += mono_now() - t0;
 	return e ? wr_io(w, e) : REC_OK;
 }
 
@@ -1720,6 +1761,7 @@ static int wr_flush_with(rec_writer *w, const void *data, size_t len)
 		{ .iov_base = w->buf, .iov_len = w->len },
 		{ .iov_base = (void *)data, .iov_len = len },
 	};
+	double t0;
 	int err;
 
 	if (w->wb) {
@@ -1728,7 +1770,9 @@ static int wr_flush_with(rec_writer *w, const void *data, size_t len)
 			return err;
 		iov[0].iov_len = 0;
 	}
+	t0 = mono_now();
 	err = xio_writev_all(w->fd, iov, 2);
+	w->t_wait += mono_now() - t0;
 	w->len = 0;
 	return err ? wr_io(w, err) : REC_OK;
 }
@@ -2087,6 +2131,11 @@ uint64_t rec_writer_count(const rec_writer *w)
 uint64_t rec_writer_bytes(const rec_writer *w)
 {
 	return w ? w->bytes : 0;
+}
+
+double rec_writer_wait(const rec_writer *w)
+{
+	return w ? w->t_wait : 0.0;
 }
 
 const char *rec_writer_detail(const rec_writer *w)

@@ -170,6 +170,10 @@ typedef struct rec_reader_opts {
 				records are handed out from those buffers
 				without another copy. 0: read(2) on the
 				caller's thread, as records are needed. */
+	int unaligned;       /* 1: payloads may start at any address (the
+				caller only memcpy()s them); saves moving
+				each payload to a 16-byte boundary. 0:
+				payloads are 16-byte aligned. */
 } rec_reader_opts;
 
 /* Opens a reader on fd (not closed by the library) and reads the header
@@ -194,6 +198,11 @@ const rec_trailer *rec_reader_trailer(const rec_reader *r);
 /* Bytes consumed so far / data records returned so far. */
 uint64_t rec_reader_offset(const rec_reader *r);
 uint64_t rec_reader_count(const rec_reader *r);
+/* Seconds the caller's thread spent waiting for input so far: in read(2)
+ * without read-ahead, for the reading thread's next chunk with it. What a
+ * stage's -v report calls waiting for input; cheap (timed per block, not
+ * per record). */
+double rec_reader_wait(const rec_reader *r);
 /* One sentence on the last error, naming the input, the record number
  * and its byte offset; "" when there was none. */
 const char *rec_reader_detail(const rec_reader *r);
@@ -246,6 +255,10 @@ int rec_writer_finish(rec_writer *w);
 /* Counters so far. */
 uint64_t rec_writer_count(const rec_writer *w);
 uint64_t rec_writer_bytes(const rec_writer *w);
+/* Seconds the caller's thread spent waiting on output so far: in write(2)
+ * without write-behind, for a free buffer or the end of the writing with
+ * it (the output is slower than the caller). Timed per buffer. */
+double rec_writer_wait(const rec_writer *w);
 const char *rec_writer_detail(const rec_writer *w);
 /* Frees w without writing a trailer; accepts NULL. */
 void rec_writer_close(rec_writer *w);

@@ -502,7 +502,7 @@ struct queue {
 struct stats {
 	uint64_t audio, skipped_in, skipped_here; /* reader */
 	uint64_t features, skipped_out;           /* writer */
-	double t_read, t_pack;                    /* reader */
+	double t_reader;                          /* reader, all */
 	double t_out_blocked, t_alloc;            /* reader, waiting */
 	double t_compute, t_starved;              /* compute */
 	double t_write;                           /* writer */
@@ -520,7 +520,6 @@ struct loop {
 	rec_reader *rd;
 	rec_writer *wr;
 	size_t out_size;
-	int timing;            /* -v: time every read */
 	struct hbatch *hb;
 	size_t n_hb;
 	int sized;             /* the batches have the size from the data */
@@ -529,11 +528,6 @@ struct loop {
 	size_t cap_in, cap_out, cap_recs; /* batch size chosen from data */
 	struct stats st;
 };
-
-static double now_if(int on)
-{
-	return on ? prog_now() : 0.0;
-}
 
 /* Stops every thread; the first message wins. */
 static void loop_fail(struct loop *lp, const char *fmt, ...)
@@ -782,6 +776,27 @@ static int is_finite_f32(const float *x, size_t n, size_t *bad)
 	return 1;
 }
 
+/* f16 or bf16 samples at src (the reader hands payloads out where they
+ * are: maybe at an odd address) to floats. */
+static void halves_to_f32(float *dst, const void *src, size_t n, int dtype)
+{
+	const unsigned char *p = src;
+	uint16_t u;
+
+	if ((uintptr_t)src % 2 == 0 && dtype == REC_F16) {
+		half_to_f32_array(dst, src, n);
+		return;
+	}
+	if ((uintptr_t)src % 2 == 0) {
+		bf16_to_f32_array(dst, src, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&u, p + 2 * i, sizeof(u));
+		dst[i] = dtype == REC_F16 ? half_to_f32(u) : bf16_to_f32(u);
+	}
+}
+
 /* Copies (converts) the samples of it to dst: s16 stays s16, the rest
  * becomes f32. Returns 0, or -1 (reason set) when a sample is not
  * finite. */
@@ -798,10 +813,8 @@ static int copy_samples(void *dst, const rec_item *it, char *reason,
 		memcpy(dst, it->data, n * 4);
 		break;
 	case REC_F16:
-		half_to_f32_array(dst, it->data, n);
-		break;
-	default:
-		bf16_to_f32_array(dst, it->data, n);
+	case REC_BF16:
+		halves_to_f32(dst, it->data, n, it->dtype);
 		break;
 	}
 	if (is_finite_f32(dst, n, &bad))
@@ -954,13 +967,12 @@ static void *reader_main(void *arg)
 {
 	struct loop *lp = arg;
 	struct hbatch *cur = NULL;
+	double t0 = prog_now();
 	rec_item it;
 
 	for (;;) {
-		double t0 = now_if(lp->timing);
 		int err = rec_read(lp->rd, &it);
 
-		lp->st.t_read += now_if(lp->timing) - t0;
 		if (err == REC_END)
 			break;
 		if (err < 0) {
@@ -969,14 +981,13 @@ static void *reader_main(void *arg)
 				  rec_strerror(err));
 			break;
 		}
-		t0 = now_if(lp->timing);
 		err = add_record(lp, &cur, &it);
-		lp->st.t_pack += now_if(lp->timing) - t0;
 		if (err < 0 || aborted(lp))
 			break;
 	}
 	if (!aborted(lp))
 		flush_batch(lp, &cur);
+	lp->st.t_reader = prog_now() - t0;
 	q_close(lp, &lp->ready_q);
 	return NULL;
 }
@@ -1477,12 +1488,14 @@ static void report(const struct loop *lp, double t_total)
 		prog_info("waiting for input %.2f s, computing %.2f s, "
 			  "waiting on output %.2f s (reader, compute and "
 			  "writer threads overlap; compute idle %.2f s)",
-			  st->t_read, st->t_compute, st->t_write,
-			  st->t_starved);
-		prog_info("reader: reading %.2f s, packing batches %.2f s "
-			  "(of which waiting for a free batch %.2f s, for "
-			  "its allocation %.2f s)", st->t_read, st->t_pack,
-			  st->t_out_blocked, st->t_alloc);
+			  rec_reader_wait(lp->rd), st->t_compute,
+			  rec_writer_wait(lp->wr), st->t_starved);
+		prog_info("reader: %.2f s, of which waiting for input %.2f s, "
+			  "for a free batch %.2f s, for its allocation %.2f s; "
+			  "writer: %.2f s, of which waiting on output %.2f s",
+			  st->t_reader, rec_reader_wait(lp->rd),
+			  st->t_out_blocked, st->t_alloc, st->t_write,
+			  rec_writer_wait(lp->wr));
 	}
 	prog_warn("done %" PRIu64 ", skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,
@@ -1505,7 +1518,7 @@ static int open_streams(struct run *r, const struct options *o,
 			mel_params *p)
 {
 	rec_reader_opts ro = { .name = o->input ? o->input : "stdin",
-			       .read_ahead = 1 };
+			       .read_ahead = 1, .unaligned = 1 };
 	double sr;
 	int err;
 
@@ -1575,7 +1588,6 @@ static int run_stream(struct run *r, const struct options *o,
 	lp->rd = r->rd;
 	lp->wr = r->wr;
 	lp->out_size = rec_dtype_size(p->out_dtype);
-	lp->timing = prog_verbosity > 0;
 	lp->batch_recs = o->batch;
 	lp->target_in = BATCH_BYTES;
 	if (loop_init(lp, (size_t)r->be->depth + 3) < 0) {

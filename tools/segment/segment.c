@@ -49,7 +49,6 @@ struct stats {
 	uint64_t windows;    /* windows written */
 	uint64_t padded;     /* of them padded with zeros */
 	uint64_t too_short;  /* audio records that gave no window */
-	double t_in, t_out;  /* seconds in rec_read / in the writer */
 };
 
 /* Where the next window of the current clip gets its segment index. */
@@ -167,11 +166,6 @@ static void parse_args(int argc, char **argv, struct options *o)
 		o->input = argv[optind];
 }
 
-static double now_if(int on)
-{
-	return on ? prog_now() : 0.0;
-}
-
 /* The output header: the input's pairs, our window parameters, our
  * producer and provenance entry. NULL when out of memory. */
 static rec_header *output_header(const rec_header *in,
@@ -268,8 +262,6 @@ static int cut_record(rec_writer *w, const rec_item *in,
 		      struct stats *st)
 {
 	uint64_t n = window_count(in->dim0, o);
-	int timing = prog_verbosity > 0;
-	double t0;
 	int err = 0;
 
 	if (!cs->have || cs->clip != in->clip) {
@@ -282,13 +274,11 @@ static int cut_record(rec_writer *w, const rec_item *in,
 			 (int)in->key_len, in->key, in->clip);
 		return -1;
 	}
-	t0 = now_if(timing);
 	if (n == 0)
 		err = write_too_short(w, in, o, cs->next_segment++, st);
 	for (uint64_t i = 0; i < n && !err; i++)
 		err = write_window(w, in, i * o->hop, o,
 				   cs->next_segment++, st);
-	st->t_out += now_if(timing) - t0;
 	st->windows += n;
 	if (err)
 		return write_failed(w, rec_strerror(err));
@@ -335,14 +325,11 @@ static int copy_records(rec_reader *r, rec_writer *w,
 			const struct options *o, struct stats *st)
 {
 	struct clip_state cs = { 0 };
-	int timing = prog_verbosity > 0;
 	rec_item it;
 
 	for (;;) {
-		double t0 = now_if(timing);
 		int err = rec_read(r, &it);
 
-		st->t_in += now_if(timing) - t0;
 		if (err == REC_END)
 			return 0;
 		if (err) {
@@ -368,16 +355,17 @@ static void report(const rec_reader *r, const rec_writer *w,
 		   const struct stats *st, double t_total)
 {
 	char in_b[32], out_b[32];
-	double work = t_total - st->t_in - st->t_out;
+	double t_in = rec_reader_wait(r), t_out = rec_writer_wait(w);
+	double work = t_total - t_in - t_out;
 
 	if (prog_verbosity > 0) {
 		human_bytes(in_b, sizeof(in_b), rec_reader_offset(r));
 		human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
 		prog_info("read %" PRIu64 " records (%s), wrote %" PRIu64
 			  " records (%s); waiting for input %.2f s, working "
-			  "%.2f s, writing %.2f s", rec_reader_count(r), in_b,
-			  rec_writer_count(w), out_b, st->t_in,
-			  work > 0 ? work : 0, st->t_out);
+			  "%.2f s, waiting on output %.2f s",
+			  rec_reader_count(r), in_b, rec_writer_count(w),
+			  out_b, t_in, work > 0 ? work : 0, t_out);
 	}
 	prog_warn("done: %" PRIu64 " records into %" PRIu64 " windows (%"
 		  PRIu64 " padded), skipped %" PRIu64 " (%" PRIu64
