@@ -30,6 +30,10 @@
 #define RCHUNK 65536
 /* Samples reserved before reading; more as they come. */
 #define RESERVE_MAX (1u << 22)
+/* The largest sample magnitude taken from a float file: full scale is 1,
+ * so 1e6 (120 dB above it) is no audio, and it keeps every float the
+ * resampler and the f32 output compute far from overflow. */
+#define SAMPLE_LIMIT 1e6
 
 struct decoder {
 	struct decode_cfg cfg;
@@ -384,6 +388,11 @@ static void tidy_sf_error(char *dst, size_t size, const char *msg)
 {
 	size_t n;
 
+	/* What libsndfile says when a decoder gives up on a stream it
+	 * opened through our callbacks, where no path or pipe is involved. */
+	if (msg && strstr(msg, "is not a regular file (possibly a pipe?)"))
+		msg = "the data are not in a format that can be decoded "
+		      "(unknown or damaged)";
 	snprintf(dst, size, "%s", msg ? msg : "unknown error");
 	n = strlen(dst);
 	while (n > 0 && (dst[n - 1] == '.' ||
@@ -608,12 +617,14 @@ static int resample(struct decoder *d, const double *mono, size_t n,
 
 /* Mixes got frames of ch channels down to mono (their mean, in double
  * precision). Returns got, or the index of the first sample that is not
- * finite. */
+ * usable: NaN, infinite, or beyond SAMPLE_LIMIT (full scale is 1: such
+ * a value is damage, and it would overflow the float the resampler and
+ * the f32 output work in). */
 static size_t mixdown(struct decoder *d, size_t got, int ch,
 		      const double **mono)
 {
 	const double *in = d->ibuf;
-	double bad = 0.0;
+	double bad = 0.0, big = 0.0;
 	size_t i;
 	int c;
 
@@ -631,13 +642,28 @@ static size_t mixdown(struct decoder *d, size_t got, int ch,
 	}
 	/* x * 0 is 0 for every finite x and NaN for NaN and infinities:
 	 * one branch-free pass, and a search only when something is bad. */
-	for (i = 0; i < got; i++)
+	for (i = 0; i < got; i++) {
+		double a = fabs((*mono)[i]);
+
 		bad += (*mono)[i] * 0.0;
-	if (bad == 0.0)
+		big = a > big ? a : big;
+	}
+	if (bad == 0.0 && big <= SAMPLE_LIMIT)
 		return got;
-	for (i = 0; i < got && isfinite((*mono)[i]); i++)
+	for (i = 0; i < got && fabs((*mono)[i]) <= SAMPLE_LIMIT; i++)
 		;
 	return i;
+}
+
+static void bad_sample(struct decoded *out, double x, int64_t frame)
+{
+	if (isnan(x) || isinf(x))
+		set_reason(out, "NaN or infinite sample at frame %lld",
+			   (long long)frame);
+	else
+		set_reason(out, "sample value %g at frame %lld is beyond any "
+			   "audio (full scale is 1): damaged data", x,
+			   (long long)frame);
 }
 
 /* Reads every frame of sf into the sink (resampled when rs). 16-bit mono
@@ -666,9 +692,12 @@ static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			sink_short(s, d->sbuf, (size_t)got);
 		} else if ((ok = mixdown(d, (size_t)got, ch, &mono)) <
 			   (size_t)got) {
-			set_reason(s->out, "NaN or infinite sample at frame "
-				   "%lld", (long long)(total + (int64_t)ok));
+			bad_sample(s->out, mono[ok], total + (int64_t)ok);
 			return -1;
+		} else if (rs && s->out->n >= s->limit) {
+			/* the clip is full: what follows is only counted
+			 * (a 1 Hz file resampled to 44.1 kHz would
+			 * otherwise cost a second per kilobyte) */
 		} else if (rs) {
 			d->t_read += prog_now() - t0;
 			if (resample(d, mono, (size_t)got, s))
@@ -682,7 +711,7 @@ static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			return total;
 	}
 	d->t_read += prog_now() - t0;
-	if (rs && resample(d, NULL, 0, s))
+	if (rs && s->out->n < s->limit && resample(d, NULL, 0, s))
 		return -1;
 	return total;
 }

@@ -331,7 +331,16 @@ static int open_output(struct run *r)
 	struct stat st;
 
 	if (r->o.output == NULL) {
-		r->fd = STDOUT_FILENO;
+		/* The records go to a copy of descriptor 1, and 1 itself
+		 * becomes stderr: a codec library that prints to stdout
+		 * (libsndfile 1.2's SDS reader does, per bad block) would
+		 * otherwise write into the middle of the stream. */
+		r->fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (r->fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			prog_err("unable to set up standard output: %s",
+				 strerror(errno));
+			return -1;
+		}
 		r->out_name = "standard output";
 		return 0;
 	}
@@ -568,7 +577,7 @@ static int finish(struct run *r)
 			 writer_why(r->w, err));
 		return -1;
 	}
-	if (r->fd != STDOUT_FILENO && close(r->fd) != 0) {
+	if (close(r->fd) != 0) {
 		r->fd = -1;
 		prog_err("unable to write to '%s': %s", r->out_name,
 			 strerror(errno));
@@ -588,9 +597,11 @@ static void report(const struct run *r)
 		  (unsigned long long)rec_writer_bytes(r->w),
 		  prog_now() - r->t0);
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
-		  "%.2f s; waiting for decoders %.2f s, writing output %.2f s",
+		  "%.2f s; waiting for decoders %.2f s, writing output %.2f s "
+		  "(of which waiting on output %.2f s)",
 		  r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n, r->t_read,
-		  r->t_resample, r->t_wait, r->t_write);
+		  r->t_resample, r->t_wait, r->t_write,
+		  rec_writer_wait(r->w));
 	if (r->cfg.dtype == REC_S16)
 		prog_info("%llu samples clipped to 16 bits",
 			  (unsigned long long)r->clipped);
@@ -603,7 +614,7 @@ static void cleanup(struct run *r, int failed)
 	rec_header_free(r->h);
 	labels_free(&r->lt);
 	inputs_free(&r->cl);
-	if (r->fd > STDOUT_FILENO)
+	if (r->fd >= 0)
 		close(r->fd);
 	if (failed && r->out_is_file)
 		unlink(r->o.output);
