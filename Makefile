@@ -6,10 +6,12 @@
 #   make check      install what is missing, build, run every test (also
 #                   under AddressSanitizer + UndefinedBehaviorSanitizer)
 #   make demo       install what is missing, build, make a small spoken-word
-#                   dataset and turn it into demo/out.h5
+#                   dataset and turn it into demo/commands.h5
 #   make test       run the tests against the current build only
 #   make setup      install missing Debian packages and the test venv
-#   make fuzz       run libFuzzer on the record reader (FUZZ_SECONDS=60)
+#   make fuzz       run libFuzzer on the record reader and on wavcat's
+#                   decoder, FUZZ_SECONDS each (60); FUZZ_TARGET=rec|decode
+#                   runs one (tests/fuzz/README)
 #   make install    install into $(PREFIX) (default /usr/local)
 #   make clean
 # Variables: V=1 shows commands; CUDA=0 skips the CUDA backend; SAN=1

@@ -1,0 +1,645 @@
+/*
+ * fuzz-decode - fuzz target for wavcat's decoding path (decoder_run() and
+ * decode_probe_rate() in tools/wavcat/decode.c): LLVMFuzzerTestOneInput()
+ * puts one input in an in-memory file and decodes it, as wavcat would a
+ * file from its folders, under every configuration in the table below
+ * (each in s16 and f32), then checks the promises decode.c makes:
+ *
+ *   - a skip has n = 0 and a reason: non-empty, printable, one line;
+ *   - the only fatal result is a rate mismatch without resampling, for
+ *     a file whose rate really differs (no "out of memory": every buffer
+ *     is bounded by the configuration, whatever a header claims);
+ *   - a decoded clip has no reason and exactly the configured length
+ *     (--duration), or else the file's frame count scaled to the output
+ *     rate the way soxr rounds it (MP3 lengths are estimates: at most
+ *     the record cap), never more than the record cap;
+ *   - f32 samples are finite and never counted as clipped; s16 samples
+ *     are the f32 ones rounded (one step apart at most) and clipping is
+ *     counted for every one out of range;
+ *   - a clip decoded twice by the same decoder (its resampler reused)
+ *     comes out the same;
+ *   - decode_probe_rate() succeeds only with the file's own rate.
+ *
+ * What the file "really" holds comes from libsndfile opened here on the
+ * input bytes, independently of decode.c's I/O.
+ *
+ * Built with clang -fsanitize=fuzzer,address and -DMELPIPE_LIBFUZZER it
+ * is a libFuzzer target. Without it (the default build) the plain main
+ * below replays files given as arguments, and with -m N also feeds N
+ * deterministic random mutations of each (bit flips, byte changes,
+ * insertions, deletions, cuts, splices; half of them in the first bytes,
+ * where the headers are), so that `make check` exercises the decoder
+ * with mangled files under the sanitizers without libFuzzer; -v prints
+ * each file's outcome under each configuration. It also counts what the
+ * libraries print on stdout while decoding (wavcat's record stream), and
+ * says so in its summary. Any crash, sanitizer report or broken promise
+ * aborts, after saving the input in ./fuzz-decode-failed; exit 0
+ * otherwise.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <sndfile.h>
+
+#include "../../lib/rec.h"
+#include "../../tools/wavcat/wavcat.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+const char *__lsan_default_suppressions(void);
+
+/* Read by LeakSanitizer (ASan builds only; unused otherwise). libsndfile
+ * 1.2 leaks the vorbis_info of an Ogg file it fails to open (the error
+ * path of its Ogg Vorbis reader): not wavcat's to free. */
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:vorbis_info_init\n";
+}
+
+/* One way of running wavcat. */
+struct fcfg {
+	const char *what;
+	uint32_t rate;        /* output rate; 0: the file's own */
+	int resample;
+	uint64_t duration;    /* --duration in samples; 0: none */
+	uint64_t max_samples; /* the record cap */
+	int repeat;           /* decode twice with the same decoder */
+};
+
+static const struct fcfg fcfgs[] = {
+	{ "--rate 16000", 16000, 1, 0, 1u << 20, 1 },
+	{ "--rate 44100 --samples 3000", 44100, 1, 3000, 1u << 20, 0 },
+	/* A small cap, so that seeds of a few hundred frames cross it. */
+	{ "own rate, cap 400", 0, 0, 0, 400, 0 },
+	{ "rate of an 8 kHz first file, --samples 256", 8000, 0, 256,
+	  1u << 20, 0 },
+};
+#define N_CFG (sizeof(fcfgs) / sizeof(fcfgs[0]))
+
+static const int dtypes[2] = { REC_S16, REC_F32 };
+
+/* Decoders are kept from input to input, as wavcat keeps one per thread
+ * from clip to clip: a state one clip leaves behind must not change the
+ * next. The configuration's rate 0 becomes the file's for each input. */
+static struct decoder *decoders[N_CFG][2];
+static struct decoded results[N_CFG][2], again;
+
+/* Totals over a run, for the plain main's summary. */
+static unsigned long n_ok, n_skip, n_fatal;
+
+/* What libsndfile, read here, says of the input. */
+struct truth {
+	int ok;               /* it opens */
+	int rate;
+	sf_count_t frames;
+	int format;
+};
+
+struct memfile {
+	const uint8_t *p;
+	sf_count_t len, pos;
+};
+
+static sf_count_t mem_len(void *user)
+{
+	return ((struct memfile *)user)->len;
+}
+
+static sf_count_t mem_seek(sf_count_t off, int whence, void *user)
+{
+	struct memfile *m = user;
+	sf_count_t base = whence == SEEK_CUR ? m->pos
+			  : whence == SEEK_END ? m->len : 0;
+
+	if ((off > 0 && base > INT64_MAX - off) || base + off < 0)
+		return -1;
+	m->pos = base + off;
+	return m->pos;
+}
+
+static sf_count_t mem_read(void *ptr, sf_count_t count, void *user)
+{
+	struct memfile *m = user;
+	sf_count_t n = m->pos < m->len ? m->len - m->pos : 0;
+
+	if (n > count)
+		n = count;
+	if (n > 0)
+		memcpy(ptr, m->p + m->pos, (size_t)n);
+	m->pos += n;
+	return n;
+}
+
+static sf_count_t mem_write(const void *ptr, sf_count_t count, void *user)
+{
+	(void)ptr;
+	(void)count;
+	(void)user;
+	return 0;
+}
+
+static sf_count_t mem_tell(void *user)
+{
+	return ((struct memfile *)user)->pos;
+}
+
+static struct truth probe(const uint8_t *data, size_t size)
+{
+	SF_VIRTUAL_IO io = { mem_len, mem_seek, mem_read, mem_write,
+			     mem_tell };
+	struct memfile m = { data, (sf_count_t)size, 0 };
+	struct truth t = { 0 };
+	SF_INFO info = { 0 };
+	SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &info, &m);
+
+	if (sf == NULL)
+		return t;
+	t.ok = 1;
+	t.rate = info.samplerate;
+	t.frames = info.frames;
+	t.format = info.format;
+	sf_close(sf);
+	return t;
+}
+
+/* An in-memory file holding data. */
+static int mem_fd(const void *data, size_t size)
+{
+	int fd = memfd_create("fuzz-decode", MFD_CLOEXEC);
+
+	if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size)) {
+		perror("fuzz-decode: memfd");
+		abort();
+	}
+	return fd;
+}
+
+static void save_failed(void);
+
+static void fail(const struct fcfg *c, int dtype, const struct decoded *r,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Says which promise broke, under which configuration, and aborts. */
+static void fail(const struct fcfg *c, int dtype, const struct decoded *r,
+		 const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fuzz-decode: %s, %s: ", c->what,
+		rec_dtype_name(dtype));
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (status %d, %llu samples, %llu clipped, "
+		"reason '%.256s')\n", r->status, (unsigned long long)r->n,
+		(unsigned long long)r->clipped, r->reason);
+	save_failed();
+	abort();
+}
+
+/* n * out / in rounded to nearest, halves up: the length soxr gives. */
+static uint64_t scaled(uint64_t n, uint32_t out, uint32_t in)
+{
+	if (n > (UINT64_MAX - in) / out)
+		return UINT64_MAX;
+	return (n * out + in / 2) / in;
+}
+
+static int printable_line(const char *s)
+{
+	size_t n = strnlen(s, sizeof(((struct decoded *)0)->reason));
+
+	if (n == 0 || n == sizeof(((struct decoded *)0)->reason))
+		return 0;
+	for (; *s; s++)
+		if (!isprint((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* The promises about one result on its own. */
+static void check_one(const struct fcfg *c, uint32_t rate, int dtype,
+		      const struct truth *t, const struct decoded *r)
+{
+	int rs = t->ok && (uint32_t)t->rate != rate;
+	uint64_t want;
+
+	if (r->status != DEC_OK) {
+		if (r->status != DEC_SKIP && r->status != DEC_FATAL)
+			fail(c, dtype, r, "unknown status");
+		if (r->n != 0)
+			fail(c, dtype, r, "samples with a failure");
+		if (!printable_line(r->reason))
+			fail(c, dtype, r, "no reason, or not one line");
+		if (r->status == DEC_FATAL &&
+		    !(rs && !c->resample &&
+		      strncmp(r->reason, "sample rate ", 12) == 0))
+			fail(c, dtype, r, "fatal, and not a rate mismatch "
+			     "(file at %d Hz)", t->rate);
+		return;
+	}
+	if (r->reason[0] != '\0')
+		fail(c, dtype, r, "a reason with a decoded clip");
+	if (!t->ok)
+		fail(c, dtype, r, "decoded a file libsndfile cannot open");
+	if (rs && !c->resample)
+		fail(c, dtype, r, "%d Hz decoded as %lu Hz without "
+		     "resampling", t->rate, (unsigned long)rate);
+	if (r->n > 0 && (r->data == NULL ||
+			 r->cap / rec_dtype_size(dtype) < r->n))
+		fail(c, dtype, r, "buffer of %zu bytes too small", r->cap);
+	want = rs ? scaled((uint64_t)t->frames, rate, (uint32_t)t->rate)
+		  : (uint64_t)t->frames;
+	if (c->duration && r->n != c->duration)
+		fail(c, dtype, r, "not the %llu samples asked for",
+		     (unsigned long long)c->duration);
+	if (!c->duration && r->n > c->max_samples)
+		fail(c, dtype, r, "more than the cap of %llu",
+		     (unsigned long long)c->max_samples);
+	if (!c->duration &&
+	    (t->format & SF_FORMAT_TYPEMASK) != SF_FORMAT_MPEG &&
+	    r->n != want)
+		fail(c, dtype, r, "%lld frames at %d Hz should give %llu",
+		     (long long)t->frames, t->rate, (unsigned long long)want);
+	if (r->clipped > r->n)
+		fail(c, dtype, r, "more samples clipped than kept");
+	if (dtype == REC_F32) {
+		const float *f = r->data;
+
+		if (r->clipped)
+			fail(c, dtype, r, "f32 samples counted as clipped");
+		for (uint64_t i = 0; i < r->n; i++)
+			if (!isfinite(f[i]))
+				fail(c, dtype, r, "sample %llu not finite",
+				     (unsigned long long)i);
+	}
+}
+
+/* s16 and f32 results of one configuration agree: the same outcome, and
+ * the s16 samples are the f32 ones rounded (double rounding through
+ * float may move one by a step), clipped where they do not fit. */
+static void check_pair(const struct fcfg *c, const struct decoded *s,
+		       const struct decoded *f)
+{
+	const int16_t *sv = s->data;
+	const float *fv = f->data;
+	uint64_t out_of_range = 0;
+
+	if (s->status != f->status || s->n != f->n ||
+	    strcmp(s->reason, f->reason) != 0)
+		fail(c, REC_S16, s, "differs from f32: status %d, %llu "
+		     "samples, reason '%s'", f->status,
+		     (unsigned long long)f->n, f->reason);
+	for (uint64_t i = 0; i < s->n; i++) {
+		float v = fv[i] * 32768.0f;
+		long k = v >= 32767.5f ? 32767
+			 : v < -32768.5f ? -32768 : lrintf(v);
+
+		if (isnan(v) || labs(k - sv[i]) > 1)
+			fail(c, REC_S16, s, "sample %llu is %d, the f32 one "
+			     "%.9g", (unsigned long long)i, sv[i], fv[i]);
+		out_of_range += v >= 32768.5f || v < -32769.5f;
+	}
+	if (s->clipped < out_of_range)
+		fail(c, REC_S16, s, "%llu samples out of range, fewer "
+		     "counted as clipped", (unsigned long long)out_of_range);
+}
+
+static void check_same(const struct fcfg *c, int dtype,
+		       const struct decoded *a, const struct decoded *b)
+{
+	if (a->status != b->status || a->n != b->n ||
+	    a->clipped != b->clipped || strcmp(a->reason, b->reason) != 0 ||
+	    (a->n && memcmp(a->data, b->data, a->n * rec_dtype_size(dtype))))
+		fail(c, dtype, b, "decoded again, not the same: status %d, "
+		     "%llu samples, reason '%s' the first time", a->status,
+		     (unsigned long long)a->n, a->reason);
+}
+
+static struct decoder *get_decoder(size_t i, int k, uint32_t rate)
+{
+	struct decode_cfg cfg = {
+		.rate = rate,
+		.resample = fcfgs[i].resample,
+		.rate_from = "first.wav",
+		.duration = fcfgs[i].duration,
+		.dtype = dtypes[k],
+		.max_samples = fcfgs[i].max_samples,
+	};
+
+	/* A configuration at the file's rate changes with every input. */
+	if (fcfgs[i].rate == 0 || decoders[i][k] == NULL) {
+		decoder_free(decoders[i][k]);
+		decoders[i][k] = decoder_new(&cfg);
+		if (decoders[i][k] == NULL) {
+			fprintf(stderr, "fuzz-decode: decoder_new failed\n");
+			abort();
+		}
+	}
+	return decoders[i][k];
+}
+
+static void count(const struct decoded *r)
+{
+	if (r->status == DEC_OK)
+		n_ok++;
+	else if (r->status == DEC_SKIP)
+		n_skip++;
+	else
+		n_fatal++;
+}
+
+static void check_probe_rate(const char *path, const struct truth *t)
+{
+	uint32_t rate = 0;
+
+	if (decode_probe_rate(path, &rate) == 0 &&
+	    (!t->ok || (uint32_t)t->rate != rate || rate == 0 ||
+	     rate > WAVCAT_MAX_RATE)) {
+		fprintf(stderr, "fuzz-decode: decode_probe_rate gave %lu Hz, "
+			"libsndfile says %d Hz\n", (unsigned long)rate,
+			t->ok ? t->rate : -1);
+		save_failed();
+		abort();
+	}
+}
+
+#ifdef MELPIPE_LIBFUZZER
+/* libFuzzer keeps the input that failed itself. */
+static void save_failed(void)
+{
+}
+#else
+/* The input being decoded, for save_failed(). */
+static const uint8_t *cur_data;
+static size_t cur_size;
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int fd = mem_fd(data, size);
+	struct truth t = probe(data, size);
+	char path[64];
+
+#ifndef MELPIPE_LIBFUZZER
+	cur_data = data;
+	cur_size = size;
+#endif
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	for (size_t i = 0; i < N_CFG; i++) {
+		const struct fcfg *c = &fcfgs[i];
+		uint32_t rate = c->rate ? c->rate
+				: t.ok && t.rate > 0 &&
+				  (uint32_t)t.rate <= WAVCAT_MAX_RATE
+				? (uint32_t)t.rate : 16000;
+
+		for (int k = 0; k < 2; k++) {
+			struct decoder *d = get_decoder(i, k, rate);
+
+			decoder_run(d, path, &results[i][k]);
+			count(&results[i][k]);
+			check_one(c, rate, dtypes[k], &t, &results[i][k]);
+			if (c->repeat && k == 0) {
+				decoder_run(d, path, &again);
+				check_same(c, dtypes[k], &results[i][k],
+					   &again);
+			}
+		}
+		check_pair(c, &results[i][0], &results[i][1]);
+	}
+	check_probe_rate(path, &t);
+	close(fd);
+	return 0;
+}
+
+#ifndef MELPIPE_LIBFUZZER
+
+/* Where this program's own output goes: stdout as it was. File
+ * descriptor 1 is pointed at an in-memory file while decoding, as
+ * libsndfile prints to stdout in places (its SDS reader, on a bad
+ * block), and what lands there is counted. */
+static FILE *out;
+static int lib_stdout = -1;
+
+static void capture_stdout(void)
+{
+	int keep;
+
+	fflush(stdout);
+	keep = dup(1);
+	lib_stdout = memfd_create("fuzz-decode-stdout", MFD_CLOEXEC);
+	if (keep < 0 || lib_stdout < 0 || dup2(lib_stdout, 1) < 0 ||
+	    (out = fdopen(keep, "w")) == NULL) {
+		perror("fuzz-decode: stdout");
+		exit(1);
+	}
+}
+
+/* Bytes the libraries wrote to stdout. */
+static long long stdout_bytes(void)
+{
+	fflush(stdout);
+	return (long long)lseek(lib_stdout, 0, SEEK_END);
+}
+
+/* Which input is running: FILE, and the mutation (-1: none). */
+static const char *cur_name;
+static long cur_mutation = -1;
+
+/* Set in sanitizer builds: called before a sanitizer's report ends the
+ * process. Weak, so that plain builds link without the runtime. */
+void __sanitizer_set_death_callback(void (*cb)(void))
+	__attribute__((weak));
+
+/* Writes the input that broke something to ./fuzz-decode-failed, so that
+ * it can be replayed, minimised and kept (tests/fuzz/README). */
+static void save_failed(void)
+{
+	FILE *f = fopen("fuzz-decode-failed", "wb");
+
+	fprintf(stderr, "fuzz-decode: failed on '%s', mutation %ld",
+		cur_name ? cur_name : "?", cur_mutation);
+	if (f == NULL ||
+	    fwrite(cur_data, 1, cur_size, f) != cur_size || fclose(f)) {
+		fprintf(stderr, ": unable to save it\n");
+		return;
+	}
+	fprintf(stderr, ": saved in fuzz-decode-failed (%zu bytes)\n",
+		cur_size);
+}
+
+static uint64_t rng_state = 0x853c49e6748fea9bull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* Where a change goes: half the time within the first 160 bytes, where
+ * the headers (and their length and rate fields) are. */
+static size_t pick(size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (rng() % 2)
+		return rng() % (len < 160 ? len : 160);
+	return rng() % len;
+}
+
+/* One random change of buf (len bytes, room for len + 64). */
+static size_t mutate(unsigned char *buf, size_t len, const unsigned char *other,
+		     size_t olen)
+{
+	size_t at = pick(len), n;
+
+	switch (rng() % 7) {
+	case 0: /* flip a bit */
+		if (len)
+			buf[at] ^= (unsigned char)(1u << (rng() % 8));
+		return len;
+	case 1: /* set a byte to an interesting value */
+		if (len)
+			buf[at] = (unsigned char[]){ 0, 0xff, 0x7f, 0x80, 1,
+						     2, 6 }[rng() % 7];
+		return len;
+	case 2: /* insert bytes */
+		n = 1 + rng() % 16;
+		memmove(buf + at + n, buf + at, len - at);
+		for (size_t i = 0; i < n; i++)
+			buf[at + i] = (unsigned char)rng();
+		return len + n;
+	case 3: /* delete bytes */
+		n = len - at < 16 ? len - at : 1 + rng() % 16;
+		memmove(buf + at, buf + at + n, len - at - n);
+		return len - n;
+	case 4: /* cut */
+		return at;
+	case 5: /* a 16- or 32-bit field (a rate, a count, a size) set to
+		   an interesting value */
+		if (len >= 4 && at <= len - 4)
+			memcpy(buf + at, (uint32_t[]){ 0xffffffffu, 0,
+						       0x7fffffffu, 1,
+						       768001u, 0x10000u }
+			       + rng() % 6, rng() % 2 ? 4 : 2);
+		return len;
+	default: /* splice: the tail of another input */
+		n = olen ? rng() % olen : 0;
+		n = olen - n < 64 ? olen - n : 64;
+		memcpy(buf + at, other + olen - n, n);
+		return at + n;
+	}
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf;
+	long size;
+
+	if (f == NULL || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0) {
+		perror(path);
+		exit(1);
+	}
+	rewind(f);
+	buf = malloc((size_t)size + 1);
+	if (buf == NULL || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+		perror(path);
+		exit(1);
+	}
+	fclose(f);
+	*len = (size_t)size;
+	return buf;
+}
+
+/* With -v: the outcome of every configuration for one file. */
+static void show(const char *name)
+{
+	for (size_t i = 0; i < N_CFG; i++)
+		for (int k = 0; k < 2; k++) {
+			const struct decoded *r = &results[i][k];
+
+			fprintf(out, "%s: %s, %s: ", name, fcfgs[i].what,
+			       rec_dtype_name(dtypes[k]));
+			if (r->status == DEC_OK)
+				fprintf(out, "ok %llu\n", (unsigned long long)r->n);
+			else
+				fprintf(out, "%s: %s\n", r->status == DEC_SKIP ?
+				       "skip" : "fatal", r->reason);
+		}
+}
+
+static void cleanup(void)
+{
+	for (size_t i = 0; i < N_CFG; i++)
+		for (int k = 0; k < 2; k++) {
+			decoder_free(decoders[i][k]);
+			free(results[i][k].data);
+		}
+	free(again.data);
+}
+
+int main(int argc, char **argv)
+{
+	long iters = 0;
+	int first = 1, verbose = 0;
+
+	for (; first < argc && argv[first][0] == '-'; first++) {
+		if (strcmp(argv[first], "-v") == 0)
+			verbose = 1;
+		else if (strcmp(argv[first], "-m") == 0 && first + 1 < argc)
+			iters = atol(argv[++first]);
+		else
+			break;
+	}
+	if (__sanitizer_set_death_callback)
+		__sanitizer_set_death_callback(save_failed);
+	if (first >= argc || iters < 0) {
+		fprintf(stderr, "Usage: fuzz-decode [-v] [-m MUTATIONS] "
+			"FILE...\n");
+		return 2;
+	}
+	capture_stdout();
+	for (int i = first; i < argc; i++) {
+		size_t len, olen, cur;
+		unsigned char *seed = slurp(argv[i], &len);
+		unsigned char *other = slurp(argv[first + (i + 1 - first) %
+						  (argc - first)], &olen);
+		unsigned char *buf = malloc(len + 64 * 8 + 1);
+
+		cur_name = argv[i];
+		cur_mutation = -1;
+		LLVMFuzzerTestOneInput(seed, len);
+		if (verbose)
+			show(argv[i]);
+		for (long k = 0; k < iters; k++) {
+			int changes = 1 + (int)(rng() % 4);
+
+			memcpy(buf, seed, len);
+			cur = len;
+			for (int c = 0; c < changes; c++)
+				cur = mutate(buf, cur, other, olen);
+			cur_mutation = k;
+			LLVMFuzzerTestOneInput(buf, cur);
+		}
+		free(buf);
+		free(seed);
+		free(other);
+	}
+	cleanup();
+	fprintf(out, "fuzz-decode: %d inputs, %ld mutations each: no fault "
+		"(decoded %lu, skipped %lu, fatal %lu; libraries printed %lld "
+		"bytes to stdout)\n", argc - first, iters, n_ok, n_skip,
+		n_fatal, stdout_bytes());
+	return fclose(out) == 0 ? 0 : 1;
+}
+
+#endif
