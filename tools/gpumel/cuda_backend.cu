@@ -94,8 +94,8 @@ typedef struct cu_ctx {
 	int graphs;
 	size_t out_size;
 	float *d_win32, *d_win16, *d_tw;
-	uint32_t *d_fb_first, *d_fb_count, *d_fb_off;
-	float *d_fb_w;
+	uint32_t *d_fbt_tile, *d_fbt_mel; /* the filterbank (mel_tiles) */
+	float *d_fbt_w;
 	cu_batch *batches;
 	cu_batch *fifo[CU_DEPTH]; /* in flight, oldest at head */
 	int head, count;
@@ -640,10 +640,9 @@ static void kernel_args(const cu_ctx *c, const cu_batch *cb, mel_kargs *a)
 		a->rec_key = cb->d_key;
 	a->win = cb->shape.in_dtype == REC_S16 ? c->d_win16 : c->d_win32;
 	a->tw = c->d_tw;
-	a->fb_first = c->d_fb_first;
-	a->fb_count = c->d_fb_count;
-	a->fb_off = c->d_fb_off;
-	a->fb_w = c->d_fb_w;
+	a->fbt_tile = c->d_fbt_tile;
+	a->fbt_mel = c->d_fbt_mel;
+	a->fbt_w = c->d_fbt_w;
 	a->frames = cb->d_frames;
 	a->spec = cb->d_spec;
 	mel_cuda_scalars(a, p, cb->shape.in_dtype);
@@ -859,10 +858,9 @@ static void cu_destroy(mel_backend *be)
 		dev_free(c, c->d_win32);
 		dev_free(c, c->d_win16);
 		dev_free(c, c->d_tw);
-		dev_free(c, c->d_fb_first);
-		dev_free(c, c->d_fb_count);
-		dev_free(c, c->d_fb_off);
-		dev_free(c, c->d_fb_w);
+		dev_free(c, c->d_fbt_tile);
+		dev_free(c, c->d_fbt_mel);
+		dev_free(c, c->d_fbt_w);
 		free(c);
 	}
 	free(be);
@@ -968,17 +966,59 @@ static int pick_device(cu_ctx *c, int device)
 	return -1;
 }
 
+/* The fused kernel's twiddle tables (mel_cuda_twiddles). */
+static int upload_twiddles(cu_ctx *c)
+{
+	size_t bytes = 2 * (size_t)mel_cuda_twiddles_len(c->p.n_fft) *
+		       sizeof(float);
+	float *tw = (float *)malloc(bytes);
+	int ret;
+
+	if (!tw) {
+		set_err(c, "CUDA backend: out of memory");
+		return -1;
+	}
+	mel_cuda_twiddles(c->p.n_fft, tw);
+	ret = upload(c, (void **)&c->d_tw, tw, bytes, "the twiddles");
+	free(tw);
+	return ret;
+}
+
+/* The filterbank in the kernels' tiles (mel_cuda_tiles_build). */
+static int upload_filterbank(cu_ctx *c, const mel_fb *fb)
+{
+	mel_tiles t;
+	int ret = -1;
+
+	if (mel_cuda_tiles_build(fb, &t) < 0) {
+		set_err(c, "CUDA backend: cannot build the filterbank tiles "
+			"(%u mels of %u bins): out of memory or over 2^32 "
+			"weights", fb->n_mels, fb->n_bins);
+		return -1;
+	}
+	if (upload(c, (void **)&c->d_fbt_tile, t.tile, 2 * (size_t)t.n_tiles *
+		   sizeof(uint32_t), "the filterbank") < 0 ||
+	    upload(c, (void **)&c->d_fbt_mel, t.mel, 4 * (size_t)fb->n_mels *
+		   sizeof(uint32_t), "the filterbank") < 0 ||
+	    upload(c, (void **)&c->d_fbt_w, t.w, (size_t)t.n_w * sizeof(float),
+		   "the filterbank") < 0)
+		goto out;
+	ret = 0;
+out:
+	mel_cuda_tiles_free(&t);
+	return ret;
+}
+
 /* The window (both scalings), the twiddles and the filterbank, once. */
 static int upload_constants(cu_ctx *c, const mel_fb *fb)
 {
-	uint32_t n = c->p.n_fft, nm = fb->n_mels;
+	uint32_t n = c->p.n_fft;
 	double *w64 = (double *)malloc(n * sizeof(double));
 	float *w32 = (float *)malloc(n * sizeof(float));
 	float *w16 = (float *)malloc(n * sizeof(float));
-	float *tw = (float *)malloc(2 * (size_t)n * sizeof(float));
 	int ret = -1;
 
-	if (!w64 || !w32 || !w16 || !tw) {
+	if (!w64 || !w32 || !w16) {
 		set_err(c, "CUDA backend: out of memory");
 		goto out;
 	}
@@ -989,20 +1029,9 @@ static int upload_constants(cu_ctx *c, const mel_fb *fb)
 	    upload(c, (void **)&c->d_win16, w16, n * sizeof(float),
 		   "the window") < 0)
 		goto out;
-	if (c->fused) {
-		mel_cuda_twiddles(n, tw);
-		if (upload(c, (void **)&c->d_tw, tw, 2 * (size_t)n *
-			   sizeof(float), "the twiddles") < 0)
-			goto out;
-	}
-	if (upload(c, (void **)&c->d_fb_first, fb->first, nm * 4,
-		   "the filterbank") < 0 ||
-	    upload(c, (void **)&c->d_fb_count, fb->count, nm * 4,
-		   "the filterbank") < 0 ||
-	    upload(c, (void **)&c->d_fb_off, fb->off, nm * 4,
-		   "the filterbank") < 0 ||
-	    upload(c, (void **)&c->d_fb_w, fb->w, fb->n_weights * 4,
-		   "the filterbank") < 0)
+	if (c->fused && upload_twiddles(c) < 0)
+		goto out;
+	if (upload_filterbank(c, fb) < 0)
 		goto out;
 	/* cudaMemcpy from pageable memory may return before the data is on
 	 * the device, and the batches' streams do not wait for the legacy
@@ -1012,7 +1041,6 @@ static int upload_constants(cu_ctx *c, const mel_fb *fb)
 		goto out;
 	ret = 0;
 out:
-	free(tw);
 	free(w16);
 	free(w32);
 	free(w64);

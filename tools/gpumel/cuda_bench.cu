@@ -580,6 +580,7 @@ struct emu {
 	const mel_fb *fb;
 	int fused;
 	float *win32, *win16, *tw;
+	mel_tiles tiles;
 	mel_batch *q[8];
 	int head, count;
 };
@@ -600,10 +601,9 @@ static void emu_args(const struct emu *e, const mel_batch *b,
 		a->rec_key = key;
 	a->win = b->in_dtype == REC_S16 ? e->win16 : e->win32;
 	a->tw = e->tw;
-	a->fb_first = e->fb->first;
-	a->fb_count = e->fb->count;
-	a->fb_off = e->fb->off;
-	a->fb_w = e->fb->w;
+	a->fbt_tile = e->tiles.tile;
+	a->fbt_mel = e->tiles.mel;
+	a->fbt_w = e->tiles.w;
 	mel_cuda_scalars(a, p, b->in_dtype);
 }
 
@@ -700,6 +700,7 @@ static void emu_destroy(mel_backend *be)
 	free(e->win32);
 	free(e->win16);
 	free(e->tw);
+	mel_cuda_tiles_free(&e->tiles);
 	free(e);
 	free(be);
 }
@@ -717,10 +718,15 @@ static mel_backend *emu_open(const mel_params *p, const mel_fb *fb,
 	e->fused = fused;
 	e->win32 = (float *)xmalloc(n * sizeof(float));
 	e->win16 = (float *)xmalloc(n * sizeof(float));
-	e->tw = (float *)xmalloc(2 * (size_t)n * sizeof(float));
 	mel_window_build(p, w);
 	mel_cuda_windows(w, n, e->win32, e->win16);
-	mel_cuda_twiddles(n, e->tw);
+	if (fused) {
+		e->tw = (float *)xmalloc(2 * (size_t)mel_cuda_twiddles_len(n) *
+					 sizeof(float));
+		mel_cuda_twiddles(n, e->tw);
+	}
+	if (mel_cuda_tiles_build(fb, &e->tiles) < 0)
+		die("out of memory (filterbank tiles)");
 	free(w);
 	snprintf(be->name, sizeof(be->name), "emu (%s)",
 		 fused ? "fused fft" : "cufft path");

@@ -53,14 +53,19 @@ static void emu_fused_n(const mel_kargs &a)
 		float mx = -INFINITY;
 
 		for (int t = 0; t < T; t++)
-			md_load_pairs<N, IN>(a, fr, t, T, A);
+			md_load_pairs<N, T, IN>(a, fr, t, A);
 		float2 *Z = md_fft<M, T, md_pol_host>(A, B, 0, true, tw);
 		float *P = (float *)(Z == A ? B : A);
 
 		for (int t = 0; t < T; t++)
-			md_power<M>(Z, P, t, T, tw, a.power);
+			md_power<M, T>(Z, P, t, tw, a.power);
 		for (int t = 0; t < T; t++)
-			mx = fmaxf(mx, md_mel(a, fr, t, T, md_pw_array{ P }));
+			mx = fmaxf(mx, md_mel(a, fr, t, T, md_pw_array{ P },
+					      (float *)Z));
+		if (md_mel_split(a.n_mels, T) > 0)
+			for (int t = 0; t < T; t++)
+				mx = fmaxf(mx, md_mel_combine(a, fr, t, T,
+							      (float *)Z));
 		emu_key(a, fr.r, mx);
 	}
 	free(A);
@@ -123,7 +128,7 @@ static void emu_mel(const mel_kargs &a)
 
 		for (int t = 0; t < MEL_T_MEL; t++)
 			mx = fmaxf(mx, md_mel(a, fr, t, MEL_T_MEL,
-					      md_pw_spec{ X, a.power }));
+					      md_pw_spec{ X, a.power }, NULL));
 		emu_key(a, fr.r, mx);
 	}
 }

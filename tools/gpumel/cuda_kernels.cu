@@ -1,9 +1,10 @@
 /*
  * cuda_kernels.cu - the CUDA backend's kernels and their launchers.
  *
- * Every kernel runs blocks of MEL_BLOCK threads split into teams of T
- * threads, one frame per team; the arithmetic is in cuda_mel_dev.h, shared
- * with the CPU emulation of gpumel-cuda-bench.
+ * Every kernel runs blocks of MEL_BLOCK threads (the fused one:
+ * md_fused_block) split into teams of T threads, one frame per team; the
+ * arithmetic is in cuda_mel_dev.h, shared with the CPU emulation of
+ * gpumel-cuda-bench.
  *
  *   k_fused   framing + window -> shared-memory FFT -> power -> mel -> log
  *             -> cast -> store, and the record's max for top_db; one pass
@@ -32,9 +33,11 @@ __device__ void team_max(float mx, int t, bool active, uint32_t *key)
 }
 
 template <int N, class IN>
-__global__ void __launch_bounds__(MEL_BLOCK) k_fused(mel_kargs a)
+__global__ void __launch_bounds__(md_fused_block(N)) k_fused(mel_kargs a)
 {
-	constexpr int M = N / 2, T = md_fused_team(N), FPB = MEL_BLOCK / T;
+	constexpr int M = N / 2, T = md_fused_team(N);
+	constexpr int FPB = md_fused_block(N) / T;
+	using POL = md_pol_dev;
 	__shared__ float2 sm[FPB][2][M];
 	const int team = threadIdx.x / T, t = threadIdx.x % T;
 	const uint32_t i = blockIdx.x * FPB + team;
@@ -45,18 +48,23 @@ __global__ void __launch_bounds__(MEL_BLOCK) k_fused(mel_kargs a)
 
 	if (active) {
 		fr = md_locate(a, a.f0 + i);
-		md_load_pairs<N, IN>(a, fr, t, T, sm[team][0]);
+		md_load_pairs<N, T, IN>(a, fr, t, sm[team][0]);
 	}
-	__syncthreads();
-	float2 *Z = md_fft<M, T, md_pol_dev>(sm[team][0], sm[team][1], t,
-					    active, tw);
+	POL::sync<T>();
+	float2 *Z = md_fft<M, T, POL>(sm[team][0], sm[team][1], t, active, tw);
 	float *P = (float *)(Z == sm[team][0] ? sm[team][1] : sm[team][0]);
 
 	if (active)
-		md_power<M>(Z, P, t, T, tw, a.power);
-	__syncthreads();
+		md_power<M, T>(Z, P, t, tw, a.power);
+	POL::sync<T>();
+	/* the mel sums' parts go where Z was */
 	if (active)
-		mx = md_mel(a, fr, t, T, md_pw_array{ P });
+		mx = md_mel(a, fr, t, T, md_pw_array{ P }, (float *)Z);
+	if (md_mel_split(a.n_mels, T) > 0) {
+		POL::sync<T>();
+		if (active)
+			mx = md_mel_combine(a, fr, t, T, (const float *)Z);
+	}
 	if (a.rec_key)
 		team_max<T>(mx, t, active, a.rec_key + fr.r);
 }
@@ -89,8 +97,9 @@ __global__ void __launch_bounds__(MEL_BLOCK) k_mel(mel_kargs a)
 		const float2 *X = (const float2 *)a.spec +
 				  (size_t)i * (a.n_fft / 2 + 1);
 
+		/* a team of one warp: no split (md_mel_split is 0) */
 		fr = md_locate(a, a.f0 + i);
-		mx = md_mel(a, fr, t, T, md_pw_spec{ X, a.power });
+		mx = md_mel(a, fr, t, T, md_pw_spec{ X, a.power }, NULL);
 	}
 	if (a.rec_key)
 		team_max<T>(mx, t, active, a.rec_key + fr.r);
@@ -119,13 +128,13 @@ static unsigned int blocks_for(uint32_t frames, int per_block)
 template <int N>
 static cudaError_t launch_fused_n(const mel_kargs *a, cudaStream_t s)
 {
-	constexpr int FPB = MEL_BLOCK / md_fused_team(N);
+	constexpr int B = md_fused_block(N), FPB = B / md_fused_team(N);
 	unsigned int g = blocks_for(a->nf, FPB);
 
 	if (a->in_dtype == REC_S16)
-		k_fused<N, int16_t><<<g, MEL_BLOCK, 0, s>>>(*a);
+		k_fused<N, int16_t><<<g, B, 0, s>>>(*a);
 	else
-		k_fused<N, float><<<g, MEL_BLOCK, 0, s>>>(*a);
+		k_fused<N, float><<<g, B, 0, s>>>(*a);
 	return cudaGetLastError();
 }
 

@@ -2,7 +2,8 @@
  * cuda_mel.h - the private interface of gpumel's CUDA backend: between its
  * host code (cuda_backend.cu) and its kernels (cuda_kernels.cu), and the
  * benchmark hook that gpumel-cuda.so exports beside mel_cuda_open for
- * gpumel-cuda-bench. Plain C; included only by the .cu files.
+ * gpumel-cuda-bench. C style (the few functions the kernels share are
+ * marked __host__ __device__); included only by the .cu files, all C++.
  *
  * The work of a batch, on the batch's own stream:
  *   copy in (records, frame tables, samples) -> [memset of the record
@@ -11,6 +12,11 @@
  * power, mel, log, cast) when n_fft is a power of two the fused kernel has
  * a size for, and otherwise frames kernel -> cuFFT R2C -> mel kernel, in
  * chunks of frames that bound the scratch memory.
+ *
+ * The constant tables the kernels read (twiddles, filterbank) are laid out
+ * here, on the host, in the order the kernels' warps read them: each warp
+ * load touches consecutive addresses (see mel_cuda_twiddles and
+ * mel_cuda_tiles_build).
  */
 #ifndef MELPIPE_GPUMEL_CUDA_MEL_H
 #define MELPIPE_GPUMEL_CUDA_MEL_H
@@ -18,6 +24,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cuda_runtime_api.h>
 
@@ -27,14 +34,30 @@
 extern "C" {
 #endif
 
-/* Threads of every block of every kernel. */
+/* Threads of every block of the kernels but the fused one, and the
+ * largest team of the fused kernel. */
 #define MEL_BLOCK 256
+/* Threads of a fused kernel block, unless one team is larger: few frames
+ * per block, as each barrier waits for the block's slowest warp, but not
+ * one (block scheduling). n_fft 512 on an H200: 2 frames a block 0.487 ms
+ * for 316,480 frames, 1 frame 0.503, 4 frames 0.514. */
+#define MEL_FUSED_BLOCK 128
 /* Team (threads per frame) of the cuFFT path's frames and mel kernels. */
 #define MEL_T_FRAMES 64
 #define MEL_T_MEL 32
 /* n_fft range of the fused kernel (powers of two). */
 #define MEL_FUSED_MIN 8u
 #define MEL_FUSED_MAX 4096u
+/* Mels of one filterbank tile (see mel_cuda_tiles_build): a warp's lanes. */
+#define MEL_TILE 32u
+/* Twiddle tables of the fused kernel start at multiples of this many
+ * entries (256 bytes), so that a warp's row reads fill whole 128-byte
+ * lines. */
+#define MEL_TW_ALIGN 32u
+
+/* For functions the kernels call as well as the host (CUDA's headers make
+ * __host__ and __device__ empty for a plain C++ compiler). */
+#define MEL_HD __host__ __device__
 
 /*
  * Arguments of every kernel, passed by value. Pointers are device pointers
@@ -50,10 +73,13 @@ typedef struct mel_kargs {
 					(md_fkey), when top_db clamps; else
 					NULL */
 	const float *win;            /* n_fft window; times 2^-15 for s16 */
-	const float *tw;             /* fused: n_fft twiddles
-					e^(-2 pi i k / n_fft) as (re, im) */
-	const uint32_t *fb_first, *fb_count, *fb_off;
-	const float *fb_w;
+	const float *tw;             /* fused: the twiddle tables, (re, im)
+					pairs (mel_cuda_twiddles) */
+	const uint32_t *fbt_tile;    /* the filterbank in tiles (mel_tiles):
+					per tile (offset, rows) */
+	const uint32_t *fbt_mel;     /* per mel (bin, lo, n, 0), 16-byte
+					aligned */
+	const float *fbt_w;          /* the tiles' weight rows */
 	float *frames;               /* cuFFT path: [nf][n_fft] frames */
 	float *spec;                 /* cuFFT path: [nf][n_fft / 2 + 1]
 					(re, im) spectra */
@@ -151,16 +177,240 @@ static inline uint64_t mel_cuda_tables(const mel_rec *rec, size_t n,
 	return F;
 }
 
-/* The n_fft twiddles e^(-2 pi i k / n_fft), k < n_fft, as (re, im) float
- * pairs (2 * n_fft floats), computed in float64. */
+/*
+ * The fused kernel's twiddle tables for an n_fft-point real transform, which
+ * runs as an M-point complex FFT (M = n_fft / 2), as (re, im) float pairs
+ * (entries) computed in float64 and rounded:
+ *
+ *   entries [0, M / 2): W^k = e^(-2 pi i k / n_fft), k < M / 2, for the
+ *     split of the complex result into the real spectrum (md_power);
+ *   then, at mel_cuda_tw_stage(M, NS), the table of each FFT stage that has
+ *     sub-transforms of NS > 1 points (radix R): R - 1 rows of NS entries,
+ *     row r - 1 holding e^(-2 pi i r k / (R NS)) for k < NS.
+ *
+ * Butterfly j of a stage needs row entries k = j mod NS, so the lanes of a
+ * warp read consecutive entries of a row (one or two 128-byte lines per
+ * load), where one table of e^(-2 pi i k / M) read at stride r M / (R NS)
+ * gave each lane a line of its own. Tables start at multiples of
+ * MEL_TW_ALIGN entries (zeros between them).
+ *
+ * The stages, as md_fft runs them: one radix-2 stage of NS = 1 first when
+ * log2 M is odd, then radix-4 stages of NS = 1 or 2, times 4 each, up to
+ * M / 4. Only NS > 1 needs a table.
+ */
+static inline MEL_HD uint32_t mel_cuda_tw_align(uint32_t n)
+{
+	return (n + MEL_TW_ALIGN - 1) / MEL_TW_ALIGN * MEL_TW_ALIGN;
+}
+
+/* Sub-transform length of the first radix-4 stage of an M-point FFT. */
+static inline MEL_HD uint32_t mel_cuda_tw_ns0(uint32_t m)
+{
+	uint32_t lg = 0;
+
+	while ((1u << lg) < m)
+		lg++;
+	return lg & 1 ? 2 : 1;
+}
+
+/* Entry where the table of the radix-4 stage with sub-transforms of ns
+ * points starts (ns = M gives the tables' total length). The kernels call
+ * it with constants, which the compiler folds. */
+static inline MEL_HD uint32_t mel_cuda_tw_stage(uint32_t m, uint32_t ns)
+{
+	uint32_t off = mel_cuda_tw_align(m / 2);
+
+	for (uint32_t s = mel_cuda_tw_ns0(m); s < ns; s *= 4)
+		if (s > 1)
+			off += mel_cuda_tw_align(3 * s);
+	return off;
+}
+
+/* Entries of the twiddle tables for n_fft (a power of two, >= 8). */
+static inline uint32_t mel_cuda_twiddles_len(uint32_t n_fft)
+{
+	return mel_cuda_tw_stage(n_fft / 2, n_fft / 2);
+}
+
+/* Fills tw with the tables: 2 * mel_cuda_twiddles_len(n_fft) floats. */
 static inline void mel_cuda_twiddles(uint32_t n_fft, float *tw)
 {
-	for (uint32_t k = 0; k < n_fft; k++) {
+	uint32_t m = n_fft / 2, len = mel_cuda_twiddles_len(n_fft);
+
+	for (uint32_t i = 0; i < 2 * len; i++)
+		tw[i] = 0.0f;
+	for (uint32_t k = 0; k < m / 2; k++) {
 		double a = 2.0 * M_PI * (double)k / (double)n_fft;
 
 		tw[2 * k] = (float)cos(a);
 		tw[2 * k + 1] = (float)-sin(a);
 	}
+	for (uint32_t ns = mel_cuda_tw_ns0(m); ns < m; ns *= 4) {
+		float *t = tw + 2 * (size_t)mel_cuda_tw_stage(m, ns);
+
+		if (ns == 1)
+			continue;
+		for (uint32_t r = 1; r < 4; r++)
+			for (uint32_t k = 0; k < ns; k++) {
+				double a = 2.0 * M_PI * (double)(r * k) /
+					   (double)(4 * ns);
+				float *e = t + 2 * ((size_t)(r - 1) * ns + k);
+
+				e[0] = (float)cos(a);
+				e[1] = (float)-sin(a);
+			}
+	}
+}
+
+/*
+ * The filterbank as the mel phase reads it: mels in tiles of MEL_TILE
+ * consecutive mels (the last one narrower), each tile a dense matrix of
+ * rows x MEL_TILE weights, row-major, so that at row i the lanes of a
+ * warp, one mel each, read consecutive floats, where the sparse layout
+ * (backend.h) gave each lane a line of its own. The fixed row length lets
+ * the unrolled loop address rows by immediate offsets.
+ *
+ * Tile g (width = min(MEL_TILE, n_mels - g MEL_TILE) mels): tile[2g] =
+ * offset of its rows in w, tile[2g + 1] = rows, the largest count of its
+ * mels.
+ * Mel m, n = count[m] weights from bin first[m]: mel[4m + 1] = lo, the row
+ * where its weights start (0 <= lo <= rows - n); mel[4m] = bin = first -
+ * lo (mod 2^32), so that row i is bin bin + i; mel[4m + 2] = n;
+ * mel[4m + 3] = 0. Row i, column c of the tile holds mel c's weight of
+ * bin bin + i for lo <= i < lo + n, zero elsewhere. The kernels add only
+ * rows lo .. lo + n - 1 of each mel: a mel's sum runs over exactly its own
+ * bins, in order, as the sparse sum does (a zero weight times an infinite
+ * power would be NaN), and no bin outside them is ever read.
+ *
+ * lo is free within its range, and is chosen so that the lanes' P[bin + i]
+ * reads at each row fall in distinct shared-memory banks: bin mod 32
+ * distinct across the tile's mels (mel_cuda_tile_spread). Left at lo = 0,
+ * filters whose starts are about 6.5 bins apart (the seeds' 32 mels of a
+ * 512-point FFT) repeat every 5 lanes: 5-way conflicts on every row.
+ *
+ * The padding costs (largest / mean count of a tile) times the sparse
+ * weights in a full tile, and a narrower last tile up to MEL_TILE x n_bins
+ * floats: 64 n_fft bytes, no more than the cuFFT path's smallest scratch
+ * (8 frames and their spectra).
+ */
+typedef struct mel_tiles {
+	uint32_t n_tiles;
+	uint32_t n_w;          /* floats in w */
+	uint32_t *tile;        /* [n_tiles][2] */
+	uint32_t *mel;         /* [n_mels][4] */
+	float *w;              /* [n_w] */
+} mel_tiles;
+
+static inline void mel_cuda_tiles_free(mel_tiles *t)
+{
+	free(t->tile);
+	free(t->mel);
+	free(t->w);
+	t->tile = t->mel = NULL;
+	t->w = NULL;
+}
+
+/* One augmenting path of mel_cuda_tile_spread (Kuhn's matching): gives
+ * mel c of the tile a bank (first - lo) mod 32, lo <= rows - count,
+ * taking a bank from another mel if that one can move to a free one.
+ * owner[b]: the mel holding bank b or -1; lo[c]: mel c's choice. */
+static inline int mel_cuda_tile_augment(const mel_fb *fb, uint32_t m0,
+					uint32_t rows, uint32_t c,
+					int *owner, uint32_t *lo,
+					uint32_t *seen)
+{
+	uint32_t first = fb->first[m0 + c], span = rows - fb->count[m0 + c];
+
+	for (uint32_t l = 0; l <= span && l < 32; l++) {
+		uint32_t b = (first - l) % 32;
+
+		if (*seen & (1u << b))
+			continue;
+		*seen |= 1u << b;
+		if (owner[b] < 0 ||
+		    mel_cuda_tile_augment(fb, m0, rows, (uint32_t)owner[b],
+					  owner, lo, seen)) {
+			owner[b] = (int)c;
+			lo[c] = l;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* lo of the width mels of the tile from mel m0 (rows rows): distinct
+ * banks for as many mels as the ranges allow (a maximum matching), lo = 0
+ * for the others and for empty filters (never read). */
+static inline void mel_cuda_tile_spread(const mel_fb *fb, uint32_t m0,
+					uint32_t width, uint32_t rows,
+					uint32_t *lo)
+{
+	int owner[32];
+
+	for (uint32_t b = 0; b < 32; b++)
+		owner[b] = -1;
+	for (uint32_t c = 0; c < width; c++) {
+		uint32_t seen = 0;
+
+		lo[c] = 0;
+		if (fb->count[m0 + c])
+			mel_cuda_tile_augment(fb, m0, rows, c, owner, lo,
+					      &seen);
+	}
+}
+
+/* Builds the tiles of fb (whose filters lie within its bins and weights,
+ * as mel_cuda_open checks). Returns 0, or -1 when out of memory or past
+ * 2^32 weights (t then holds nothing). */
+static inline int mel_cuda_tiles_build(const mel_fb *fb, mel_tiles *t)
+{
+	uint32_t nm = fb->n_mels, G = (nm + MEL_TILE - 1) / MEL_TILE;
+	uint64_t n_w = 0;
+
+	t->n_tiles = G;
+	t->tile = (uint32_t *)calloc(2 * (size_t)G + 1, sizeof(uint32_t));
+	t->mel = (uint32_t *)calloc(4 * (size_t)nm + 1, sizeof(uint32_t));
+	t->w = NULL;
+	if (!t->tile || !t->mel)
+		goto fail;
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t m0 = g * MEL_TILE, width = nm - m0, rows = 0;
+
+		width = width < MEL_TILE ? width : MEL_TILE;
+		for (uint32_t c = 0; c < width; c++)
+			if (fb->count[m0 + c] > rows)
+				rows = fb->count[m0 + c];
+		t->tile[2 * g] = (uint32_t)n_w;
+		t->tile[2 * g + 1] = rows;
+		n_w += (uint64_t)rows * MEL_TILE;
+		if (n_w > UINT32_MAX)
+			goto fail;
+	}
+	t->n_w = (uint32_t)n_w;
+	t->w = (float *)calloc(n_w ? n_w : 1, sizeof(float));
+	if (!t->w)
+		goto fail;
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t m0 = g * MEL_TILE, width = nm - m0, lo[MEL_TILE];
+
+		width = width < MEL_TILE ? width : MEL_TILE;
+		mel_cuda_tile_spread(fb, m0, width, t->tile[2 * g + 1], lo);
+		for (uint32_t c = 0; c < width; c++) {
+			uint32_t m = m0 + c;
+			float *col = t->w + t->tile[2 * g] + c;
+
+			t->mel[4 * m] = fb->first[m] - lo[c];
+			t->mel[4 * m + 1] = lo[c];
+			t->mel[4 * m + 2] = fb->count[m];
+			for (uint32_t i = 0; i < fb->count[m]; i++)
+				col[(size_t)(lo[c] + i) * MEL_TILE] =
+					fb->w[fb->off[m] + i];
+		}
+	}
+	return 0;
+fail:
+	mel_cuda_tiles_free(t);
+	return -1;
 }
 
 /* The float windows for f32 and s16 input from the float64 window w:

@@ -11,8 +11,14 @@
  * phases wrote and writes places no other thread of the phase reads or
  * writes, so running a phase's threads one after another computes exactly
  * what the parallel run computes. The barriers themselves come from a
- * policy type: md_pol_dev runs thread t and synchronises the block,
- * md_pol_host runs threads 0..T-1 in turn.
+ * policy type: md_pol_dev runs thread t and synchronises the warp (teams
+ * of up to 32 threads) or the block, md_pol_host runs threads 0..T-1 in
+ * turn.
+ *
+ * A frame's phases: load (window, into buffer A) | FFT stages, ping-pong
+ * between A and B | power (spectrum into the buffer the FFT's result is
+ * not in) | mel sums (into the other buffer when a tile's rows are split
+ * between warps) | [mel combine]. '|' is POL::sync<T>().
  *
  * C++ for templates only (sizes known at compile time unroll the FFT);
  * otherwise C style. Needs -std=c++17 (if constexpr).
@@ -36,8 +42,10 @@
  * about a pragma it does not know). */
 #ifdef __CUDA_ARCH__
 #define MD_UNROLL _Pragma("unroll")
+#define MD_UNROLL4 _Pragma("unroll 4")
 #else
 #define MD_UNROLL
+#define MD_UNROLL4
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -55,16 +63,34 @@ __host__ __device__ constexpr int md_fused_team(int n)
 	return n / 8 < 1 ? 1 : (n / 8 > MEL_BLOCK ? MEL_BLOCK : n / 8);
 }
 
+/* Threads per block of the fused kernel: MEL_FUSED_BLOCK, or one team. */
+__host__ __device__ constexpr int md_fused_block(int n)
+{
+	return md_fused_team(n) > MEL_FUSED_BLOCK ? md_fused_team(n) :
+						    MEL_FUSED_BLOCK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Barrier policies */
 
+/* The device's: sync<T>() orders the team's shared-memory work. A team
+ * within one warp synchronises the warp (its other teams call it at the
+ * same point); a larger one the block. Every thread of the block calls the
+ * same barriers, inactive teams too. (A barrier per team, bar.sync 1 +
+ * team with T threads, measured slower on an H200 for n_fft 512: the ids
+ * must be immediates, else ptxas reserves all 16 barriers and the SM holds
+ * 4 blocks, and choosing the immediate costs more issue slots than the
+ * block barrier's waits.) */
 struct md_pol_dev {
 	MD static int lo(int t) { return t; }
 	MD static int hi(int t, int) { return t + 1; }
-	MD static void sync(void)
+	template <int T> MD static void sync(void)
 	{
 #ifdef __CUDA_ARCH__
-		__syncthreads();
+		if constexpr (T <= 32)
+			__syncwarp();
+		else
+			__syncthreads();
 #endif
 	}
 };
@@ -72,7 +98,7 @@ struct md_pol_dev {
 struct md_pol_host {
 	MD static int lo(int) { return 0; }
 	MD static int hi(int, int team) { return team; }
-	MD static void sync(void) {}
+	template <int T> MD static void sync(void) {}
 };
 
 /* ------------------------------------------------------------------ */
@@ -177,15 +203,24 @@ template <class IN> MD int md_aligned2(const IN *p)
 }
 
 /*
- * Where complex point p of a frame's FFT buffers lives: p with its low 4
- * bits XORed by 5 * (bits 4-5), a permutation inside each block of 16
- * points (the identity below 16). The radix-4 stages with sub-transforms
- * of 1 and 4 points write with strides of 4 points, which would put 4 of
- * the 16 threads of a half-warp on one bank pair; permuted, every stage's
- * reads and writes are free of bank conflicts. Used by every access to
- * the buffers: the load, the stages, the power phase.
+ * Where complex point p of a frame's FFT buffers lives until the last
+ * stage: p with its low 4 bits XORed by 5 * (bits 4-5), a permutation
+ * inside each block of 16 points (the identity below 16). The radix-4
+ * stages with sub-transforms of 1 and 4 points write with strides of 4
+ * points, which would put 4 of the 16 threads of a half-warp on one bank
+ * pair; permuted, every stage's reads and writes are free of bank
+ * conflicts. Used by the load and by every stage but the last, which
+ * writes its result in natural order: its writes are contiguous anyway,
+ * and the power phase reads Z[M - k] for 16 consecutive k, which spans two
+ * blocks of 16 points; permuted, the block's missing point and the other
+ * block's point would share a bank pair.
+ *
+ * The map is linear over XOR (5 x = x | 4 x for x < 4), so for a + b with
+ * a and b of disjoint bits, md_sw(a + b) = md_sw(a) ^ md_sw(b): the stages
+ * and the load permute their thread's base index once and XOR in the
+ * permuted constant part of each access, which the compiler folds.
  */
-MD int md_sw(int p)
+__host__ __device__ constexpr int md_sw(int p)
 {
 	return p ^ (((p >> 4) & 3) * 5);
 }
@@ -254,23 +289,30 @@ MD int md_inside(const md_frame &fr, uint32_t n_fft)
  * (x[2i], x[2i+1]), the input of the half-length complex FFT (point i
  * stored at md_sw(i)).
  */
-template <int N, class IN>
-MD void md_load_pairs(const mel_kargs &a, const md_frame &fr, int t, int T,
+template <int N, int T, class IN>
+MD void md_load_pairs(const mel_kargs &a, const md_frame &fr, int t,
 		      float2 *z)
 {
 	const IN *x = (const IN *)a.in + fr.in_off;
 	const float *w = a.win;
 
+	static_assert((N / 2) % T == 0, "whole rounds of the team");
 	if (md_inside(fr, N)) {
 		const IN *p = x + fr.start;
 
 		if (md_aligned2(p)) {
-			for (int i = t; i < N / 2; i += T) {
+			/* the common case: a trip count the compiler knows */
+			const int st = md_sw(t);
+
+MD_UNROLL
+			for (int i0 = 0; i0 < N / 2; i0 += T) {
+				const int i = i0 + t;
 				float2 v = md_load2(p, i);
 				float2 g = md_ldg((const float2 *)w + i);
 
-				z[md_sw(i)] = make_float2(v.x * g.x,
-							  v.y * g.y);
+				/* md_sw(i0 + t), t < T | i0 */
+				z[st ^ md_sw(i0)] = make_float2(v.x * g.x,
+								v.y * g.y);
 			}
 		} else {
 			for (int i = t; i < N / 2; i += T)
@@ -342,30 +384,35 @@ template <> MD void md_dft<4>(float2 *v)
 /*
  * Butterfly j (0 <= j < M / R) of the stage whose sub-transforms are NS
  * long: reads src[j + r M / R], twiddles by W_(NS R)^(r k), k = j mod NS,
- * writes dst[(j / NS) NS R + k + r NS]. tw holds W_(2M)^e, so W_M^e is
- * tw[2e]; every index stays below 2M.
+ * from row r - 1 of the stage's table (mel_cuda_twiddles: consecutive j,
+ * consecutive entries), writes dst[(j / NS) NS R + k + r NS], permuted
+ * (md_sw) except in the last stage.
  */
 template <int M, int R, int NS>
 MD void md_fft_stage(const float2 *src, float2 *dst, int j, const float2 *tw)
 {
-	const int k = j & (NS - 1);
+	constexpr bool last = NS * R >= M;
+	const int k = j & (NS - 1), sj = md_sw(j);
 	float2 v[R];
 
+	/* j < M / R and d below: bits disjoint from the r terms (md_sw) */
 MD_UNROLL
 	for (int r = 0; r < R; r++)
-		v[r] = src[md_sw(j + r * (M / R))];
-	if (NS > 1) {
+		v[r] = src[sj ^ md_sw(r * (M / R))];
+	if constexpr (NS > 1) {
+		const float2 *row = tw + mel_cuda_tw_stage(M, NS) + k;
+
+		static_assert(R == 4, "tables are for the radix-4 stages");
 MD_UNROLL
 		for (int r = 1; r < R; r++)
-			v[r] = md_cmul(v[r], md_ldg(tw + 2 * r * k *
-							      (M / (NS * R))));
+			v[r] = md_cmul(v[r], md_ldg(row + (r - 1) * NS));
 	}
 	md_dft<R>(v);
-	const int d = (j / NS) * NS * R + k;
+	const int d = (j / NS) * NS * R + k, sd = md_sw(d);
 
 MD_UNROLL
 	for (int r = 0; r < R; r++)
-		dst[md_sw(d + r * NS)] = v[r];
+		dst[last ? d + r * NS : sd ^ md_sw(r * NS)] = v[r];
 }
 
 /* The radix-4 stages from sub-transform length NS on; returns the buffer
@@ -378,26 +425,33 @@ MD float2 *md_fft_r4(float2 *src, float2 *dst, int t, bool active,
 	if constexpr (NS >= M) {
 		return src;
 	} else {
+		static_assert((M / 4) % T == 0, "whole rounds of the team");
 		if (active)
 			for (int tt = POL::lo(t); tt < POL::hi(t, T); tt++)
-				for (int j = tt; j < M / 4; j += T)
-					md_fft_stage<M, 4, NS>(src, dst, j, tw);
-		POL::sync();
+MD_UNROLL
+				for (int j0 = 0; j0 < M / 4; j0 += T)
+					md_fft_stage<M, 4, NS>(src, dst,
+							       j0 + tt, tw);
+		POL::template sync<T>();
 		return md_fft_r4<M, NS * 4, T, POL>(dst, src, t, active, tw);
 	}
 }
 
-/* The M-point FFT of a; returns a or b, whichever holds the result (both
- * in natural order through md_sw). */
+/* The M-point FFT of a (M >= 4, stored through md_sw); returns a or b,
+ * whichever holds the result, in natural order. */
 template <int M, int T, class POL>
 MD float2 *md_fft(float2 *a, float2 *b, int t, bool active, const float2 *tw)
 {
+	static_assert(M >= 4, "the last stage is a radix-4 one");
 	if constexpr (md_log2(M) & 1) {
+		static_assert((M / 2) % T == 0, "whole rounds of the team");
 		if (active)
 			for (int tt = POL::lo(t); tt < POL::hi(t, T); tt++)
-				for (int j = tt; j < M / 2; j += T)
-					md_fft_stage<M, 2, 1>(a, b, j, tw);
-		POL::sync();
+MD_UNROLL
+				for (int j0 = 0; j0 < M / 2; j0 += T)
+					md_fft_stage<M, 2, 1>(a, b, j0 + tt,
+							      tw);
+		POL::template sync<T>();
 		return md_fft_r4<M, 2, T, POL>(b, a, t, active, tw);
 	} else {
 		return md_fft_r4<M, 1, T, POL>(a, b, t, active, tw);
@@ -413,32 +467,39 @@ MD float md_pow(float2 x, int power)
 }
 
 /*
- * Bin k (0..M) of the real 2M-point FFT from Z, the M-point FFT of the
- * even/odd pairs: X[k] = E + W_2M^k O, E = (Z[k] + conj Z[M-k]) / 2,
- * O = (Z[k] - conj Z[M-k]) / 2i, indices mod M.
+ * Power phase: P[0..M], the real 2M-point FFT's bins, from Z, the M-point
+ * FFT of the even/odd pairs (natural order). With a = Z[k], b = Z[M - k]
+ * (indices mod M), E = (a + conj b) / 2, O = (a - conj b) / 2i and
+ * W = W_2M^k (entry k of the split table):
+ *   X[k] = E + W O,   X[M - k] = conj(E - W O),
+ * the second since swapping a and b conjugates E and O and W_2M^(M - k)
+ * = -conj W. So thread t does the pairs k = t, t + T, ... < M / 2, each
+ * from one read of a and of b and one twiddle (k = 0 gives bins 0 and M),
+ * and thread 0 also the middle bin, X[M / 2] = conj Z[M / 2] (W = -i).
+ * Reads of Z[M - k] for consecutive k are contiguous (natural order): free
+ * of bank conflicts.
  */
-template <int M>
-MD float2 md_split(const float2 *Z, int k, const float2 *tw)
-{
-	float2 a = Z[md_sw(k & (M - 1))], b = Z[md_sw((M - k) & (M - 1))];
-	float2 w = md_ldg(tw + k);
-	float ex = 0.5f * (a.x + b.x), ey = 0.5f * (a.y - b.y);
-	float dx = 0.5f * (a.x - b.x), dy = 0.5f * (a.y + b.y);
-
-	return make_float2(ex + (w.x * dy + w.y * dx),
-			   ey - (w.x * dx - w.y * dy));
-}
-
-/* Power phase: P[0..M] from Z. The thread that has bin 0 also does bin M
- * (both read only Z[0]), so each thread does M / T bins. */
-template <int M>
-MD void md_power(const float2 *Z, float *P, int t, int T, const float2 *tw,
+template <int M, int T>
+MD void md_power(const float2 *Z, float *P, int t, const float2 *tw,
 		 int power)
 {
-	for (int k = t; k < M; k += T) {
-		P[k] = md_pow(md_split<M>(Z, k, tw), power);
-		if (k == 0)
-			P[M] = md_pow(md_split<M>(Z, M, tw), power);
+	static_assert((M / 2) % T == 0, "whole rounds of the team");
+MD_UNROLL
+	for (int k0 = 0; k0 < M / 2; k0 += T) {
+		const int k = k0 + t;
+		float2 a = Z[k], b = Z[(M - k) & (M - 1)];
+		float2 w = md_ldg(tw + k);
+		float ex = 0.5f * (a.x + b.x), ey = 0.5f * (a.y - b.y);
+		float dx = 0.5f * (a.x - b.x), dy = 0.5f * (a.y + b.y);
+		float u = w.x * dy + w.y * dx, v = w.x * dx - w.y * dy;
+
+		P[k] = md_pow(make_float2(ex + u, ey - v), power);
+		P[M - k] = md_pow(make_float2(ex - u, -(ey + v)), power);
+	}
+	if (t == 0) {
+		float2 h = Z[M / 2];
+
+		P[M / 2] = md_pow(make_float2(h.x, -h.y), power);
 	}
 }
 
@@ -477,26 +538,116 @@ MD void md_store(const mel_kargs &a, uint64_t i, float v)
 		((float *)a.out)[i] = v;
 }
 
-/* Mel phase: filters t, t + T, ... of the frame, logged, cast and stored
- * in column j of the record's matrix; returns the largest value stored
- * (-inf when none), for top_db. */
+/* The value of mel m of the frame, logged, cast and stored in column j of
+ * the record's matrix; returns what was stored (before the cast). */
+MD float md_put(const mel_kargs &a, const md_frame &fr, uint32_t m, float s)
+{
+	s = md_finish(a, s);
+	md_store(a, fr.out_off + (uint64_t)m * fr.stride + fr.j, s);
+	return s;
+}
+
+/*
+ * How a team of T threads shares the mel phase. The filterbank comes in
+ * tiles of up to MEL_TILE mels (mel_tiles), and a tile is worked by L
+ * lanes, L = min(T, MEL_TILE): a warp, or the whole team when smaller;
+ * lane l takes the tile's mels l, l + L, ... and at each row all L lanes
+ * read consecutive weights. The team's T / L warps take the tiles in turn;
+ * when they outnumber the tiles, each tile's rows are split into S = 2^ls
+ * parts (md_mel_split: S tiles <= T / L), one warp each (the idle warps
+ * would otherwise wait), and a combine phase adds the parts.
+ */
+MD int md_mel_lanes(int T)
+{
+	return T < (int)MEL_TILE ? T : (int)MEL_TILE;
+}
+
+MD uint32_t md_mel_tiles(uint32_t n_mels)
+{
+	return (n_mels + MEL_TILE - 1) / MEL_TILE;
+}
+
+/* log2 of the parts of each tile: of the largest power of two S with
+ * S tiles <= the team's warps (1 when the tiles are as many). */
+MD int md_mel_split(uint32_t n_mels, int T)
+{
+	uint32_t warps = (uint32_t)(T / md_mel_lanes(T));
+	uint32_t G = md_mel_tiles(n_mels);
+	int ls = 0;
+
+	while ((G << (ls + 1)) <= warps)
+		ls++;
+	return ls;
+}
+
+/*
+ * Mel phase, the sums: thread t's lane of its warp's units, unit u = tile
+ * u / S, part p = u mod S, which adds rows [p h, p h + h) of the tile,
+ * h = ceil(rows / S). Each mel adds only its own rows lo .. lo + n - 1
+ * (its bins; see mel_tiles), in increasing order: the lanes' weight reads
+ * at a row are consecutive floats, their P[bin + i] reads distinct banks
+ * where the host could arrange it. With S = 1 the sums are the mels'
+ * values: logged, cast and stored here, and the largest value stored is
+ * returned (-inf when none), for top_db. With S > 1 they go to
+ * part[u * MEL_TILE + c] (c: the mel's column; S tiles <= T / 32 units, so
+ * part needs at most T floats), for md_mel_combine after a barrier, and
+ * -inf is returned.
+ */
 template <class PW>
 MD float md_mel(const mel_kargs &a, const md_frame &fr, int t, int T,
-		const PW &pw)
+		const PW &pw, float *part)
 {
+	const int L = md_mel_lanes(T), ls = md_mel_split(a.n_mels, T);
+	const uint32_t S = 1u << ls, units = md_mel_tiles(a.n_mels) << ls;
 	float mx = -INFINITY;
 
-	for (uint32_t m = t; m < a.n_mels; m += T) {
-		const float *w = a.fb_w + md_ldg(a.fb_off + m);
-		uint32_t b0 = md_ldg(a.fb_first + m);
-		uint32_t cnt = md_ldg(a.fb_count + m);
-		float s = 0.0f;
+	for (uint32_t u = (uint32_t)(t / L); u < units; u += T / L) {
+		const uint32_t g = u >> ls, m0 = g * MEL_TILE;
+		const uint2 tile = md_ldg((const uint2 *)a.fbt_tile + g);
+		const uint32_t width = a.n_mels - m0 < MEL_TILE ?
+				       a.n_mels - m0 : MEL_TILE;
+		const uint32_t h = (tile.y + S - 1) >> ls;
+		const uint32_t i0 = (u & (S - 1)) * h;
+		const uint32_t i1 = tile.y < i0 + h ? tile.y : i0 + h;
 
-		for (uint32_t i = 0; i < cnt; i++)
-			s += md_ldg(w + i) * pw(b0 + i);
-		s = md_finish(a, s);
-		md_store(a, fr.out_off + (uint64_t)m * fr.stride + fr.j, s);
-		mx = fmaxf(mx, s);
+		for (uint32_t c = (uint32_t)(t % L); c < width; c += L) {
+			const uint4 mel = md_ldg((const uint4 *)a.fbt_mel +
+						 m0 + c);
+			/* row i0 of the mel's column; rows MEL_TILE apart */
+			const float *w = a.fbt_w + tile.x + c +
+					 (size_t)i0 * MEL_TILE;
+			float s = 0.0f;
+
+MD_UNROLL4
+			for (uint32_t i = i0; i < i1; i++, w += MEL_TILE)
+				if (i - mel.y < mel.z)
+					s += md_ldg(w) * pw(mel.x + i);
+			if (S > 1)
+				part[u * MEL_TILE + c] = s;
+			else
+				mx = fmaxf(mx, md_put(a, fr, m0 + c, s));
+		}
+	}
+	return mx;
+}
+
+/* Mel combine phase (after md_mel with S > 1): mels t, t + T, ... of the
+ * frame, their S parts added in order, logged, cast and stored; returns
+ * the largest value stored (-inf when none). */
+MD float md_mel_combine(const mel_kargs &a, const md_frame &fr, int t,
+			int T, const float *part)
+{
+	const int ls = md_mel_split(a.n_mels, T);
+	float mx = -INFINITY;
+
+	for (uint32_t m = (uint32_t)t; m < a.n_mels; m += (uint32_t)T) {
+		const float *p = part + ((m / MEL_TILE) << ls) * MEL_TILE +
+				 m % MEL_TILE;
+		float s = p[0];
+
+		for (uint32_t q = 1; q < (1u << ls); q++)
+			s += p[q * MEL_TILE];
+		mx = fmaxf(mx, md_put(a, fr, m, s));
 	}
 	return mx;
 }
