@@ -119,6 +119,21 @@ if test -f "$MOCK"; then
 		test_grep "out of GPU memory: cudaMalloc of [0-9]* bytes for" err
 	'
 
+	# A GPU that falls off the bus mid-run (the mock fails the 3rd wait
+	# and everything after it, as a lost context does): gpumel stops with
+	# the call and the reason, does not hang, and h5pack keeps nothing.
+	test_expect_success 'mock runtime: a GPU lost mid-run is said so' '
+		test_expect_code 1 env MELPIPE_MOCK_LOSE_AT=3 timeout 60 \
+			./gpumel --device cuda --batch 3 m.rec >x.rec 2>err &&
+		cat err &&
+		test_grep "GPU work of a batch.*failed: unspecified launch failure" err &&
+		{ MELPIPE_MOCK_LOSE_AT=4 timeout 60 ./gpumel --device cuda \
+			--batch 3 m.rec 2>err | h5pack -o lost.h5 2>err2;
+		  test $? != 0; } &&
+		test ! -e lost.h5 &&
+		test -z "$(ls -A | grep "^\.lost\.h5")"
+	'
+
 	test_expect_success 'mock runtime: no device, or not that one' '
 		test_expect_code 1 env MELPIPE_MOCK_DEVICES=0 \
 			./gpumel --device cuda m.rec >x.rec 2>err &&

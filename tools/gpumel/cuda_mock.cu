@@ -16,6 +16,10 @@
  *   R2C in float64; a launch of no frames is refused as on a GPU;
  * - a plan made without auto allocation needs a work area; stream capture
  *   records the work, a graph launch replays it.
+ * MELPIPE_MOCK_LOSE_AT=N makes the GPU fall off the bus at the N-th wait
+ * (cudaEventSynchronize, cudaStreamSynchronize, cudaDeviceSynchronize,
+ * from 1): that wait and every later wait, copy, launch and graph launch
+ * fail with cudaErrorLaunchFailure, sticky as a lost context is.
  * MELPIPE_MOCK_FAIL_MALLOC=N makes the N-th cudaMalloc (from 1) fail with
  * cudaErrorMemoryAllocation; MELPIPE_MOCK_DEVICES=N (default 1) sets the
  * device count (0: cudaErrorNoDevice); MELPIPE_MOCK_STATS=1 prints on
@@ -109,6 +113,19 @@ static cudaError_t fail(cudaError_t e)
 {
 	last_err = e;
 	return e;
+}
+
+/* MELPIPE_MOCK_LOSE_AT: whether the device is gone; a wait counts. */
+static int lost;
+static long waits;
+
+static int gone(int is_wait)
+{
+	const char *e = getenv("MELPIPE_MOCK_LOSE_AT");
+
+	if (!lost && is_wait && e && ++waits >= atol(e))
+		lost = 1;
+	return lost;
 }
 
 static void push(struct oplist *l, const struct op *o)
@@ -228,6 +245,7 @@ extern "C" const char *cudaGetErrorString(cudaError_t e)
 	case cudaErrorInvalidConfiguration:
 		return "invalid configuration argument";
 	case cudaErrorInvalidValue: return "invalid argument";
+	case cudaErrorLaunchFailure: return "unspecified launch failure";
 	default: return "mock CUDA error";
 	}
 }
@@ -241,6 +259,8 @@ extern "C" cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 
 extern "C" cudaError_t cudaDeviceSynchronize(void)
 {
+	if (gone(1))
+		return fail(cudaErrorLaunchFailure);
 	for (cudaStream_t s = streams; s; s = s->next)
 		run_stream(s, NULL);
 	return cudaSuccess;
@@ -299,6 +319,9 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
 {
 	struct op o = {};
 
+	if (gone(0))
+		return fail(cudaErrorLaunchFailure);
+
 	(void)kind;
 	o.kind = OP_COPY;
 	o.dst = dst;
@@ -336,6 +359,8 @@ extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s,
 
 extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
+	if (gone(1))
+		return fail(cudaErrorLaunchFailure);
 	if (s->capturing)
 		return fail(cudaErrorStreamCaptureUnsupported);
 	run_stream(s, NULL);
@@ -398,6 +423,8 @@ extern "C" cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x,
 
 extern "C" cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
 {
+	if (gone(0))
+		return fail(cudaErrorLaunchFailure);
 	for (size_t i = 0; i < x->ops.n; i++)
 		enqueue(s, &x->ops.v[i]);
 	n_graph_launches++;
@@ -445,6 +472,8 @@ extern "C" cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
 
 extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t ev)
 {
+	if (gone(1))
+		return fail(cudaErrorLaunchFailure);
 	for (cudaStream_t s = streams; s && !ev->done; s = s->next)
 		for (size_t i = 0; i < s->q.n; i++)
 			if (s->q.v[i].kind == OP_EVENT && s->q.v[i].ev == ev) {
@@ -478,6 +507,8 @@ static cudaError_t launch(int kind, const mel_kargs *a, uint32_t frames,
 
 	if ((kind == OP_CLAMP ? frames : a->nf) == 0)
 		return fail(cudaErrorInvalidConfiguration);
+	if (gone(0))
+		return fail(cudaErrorLaunchFailure);
 	o.kind = kind;
 	o.a = *a;
 	o.frames = frames;
