@@ -48,7 +48,7 @@
  * before (a partial record) is copied into the RA_HEAD before it. */
 #define RA_SLOTS 4
 #define RA_HEAD (1u << 20)
-#define RA_CHUNK (4u << 20)
+#define RA_CHUNK (1u << 20)
 
 /* Seconds on the monotonic clock, for the wait timers. */
 static double mono_now(void)

@@ -300,8 +300,9 @@ static void test_add_stage(void)
 
 /* Items of every type and dtype, keys of 0..20 bytes (every payload
  * alignment), an empty payload, with big one payload of 3 MB, with big 2
- * also one of 12 MB (read ahead, records of more than 1 MiB and more than
- * 5 MiB take other ways than small ones). */
+ * also a tiny one and one of 12 MB (reading ahead, a record longer than a
+ * chunk is gathered in a growing buffer; through a slow pipe, partial
+ * records move from chunk to chunk). */
 static size_t make_items(struct titem *t, size_t max, int big)
 {
 	size_t n = 0;
