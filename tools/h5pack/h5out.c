@@ -1,12 +1,19 @@
 /*
  * h5out.c - writes the melpipe HDF5 layout specified in formats/hdf5.md.
  *
- * Rows go to a per-group memory buffer of whole chunks and are appended
- * with one H5Dwrite per dataset when it is full, so the library sees a few
- * hundred large writes of complete chunks instead of millions of row
- * writes. Everything about clips (paths, labels, ...) is kept in memory
- * (a few dozen bytes per clip, strings in one growing arena) and written
- * as plain tables at the end. Nothing is allocated per record.
+ * Rows go to a per-group memory buffer of one features chunk and are
+ * appended with one H5Dwrite per dataset when it is full, so the library
+ * sees large writes of complete chunks instead of millions of row writes.
+ * The /clips and /skipped tables are written the same way as the stream
+ * goes, a chunk of rows at a time.
+ *
+ * Memory does not grow with the stream: the buffers have fixed sizes, and
+ * so do the library's caches (a chunk cache per dataset sized to what it
+ * needs, a fixed metadata cache, bounded free lists). What the process
+ * holds is a function of the options and the row shape only: about
+ * 20 MiB for 1 MiB chunks in four groups, 35 MiB compressed (whose
+ * column caches fill up to their size as a group's first chunks fill).
+ * Nothing is allocated per record.
  */
 #include "h5out.h"
 
@@ -21,9 +28,12 @@
 #include "zstd_filter.h"
 
 #define FORMAT_VERSION 1
-#define BATCH_CHUNKS 8          /* chunks buffered per group before a write */
-#define MAX_BATCH_ROWS (1u << 20) /* ... unless that is more rows than this */
+#define MAX_CHUNK_ROWS (1u << 20) /* rows of a features chunk at most */
 #define COLUMN_CHUNK 65536u     /* rows per chunk of the per-row columns */
+#define TABLE_CHUNK 4096u       /* rows per chunk (and write) of a table */
+#define TABLE_TEXT (1u << 20)   /* text (paths, reasons) buffered a table */
+#define TABLE_MAXCOL 5
+#define METADATA_CACHE (512u << 10) /* bytes of metadata cache */
 #define NO_ID ((hid_t)-1)
 
 static const char *const group_names[4] = {
@@ -41,29 +51,38 @@ struct group {
 	int64_t *offset;
 };
 
-struct clip_row {
-	uint64_t path;       /* offset in the string arena */
-	int64_t n_samples;
-	int32_t label;
-	int32_t sample_rate;
-	int8_t split;
-	uint8_t seen;
+/* One column of a table and its block of rows waiting to be written. */
+struct column {
+	const char *name;
+	hid_t type;          /* in the file (owned) */
+	hid_t mtype;         /* in memory: type, or a predefined type */
+	size_t size;         /* bytes of an element in memory */
+	hid_t d;
+	unsigned char *buf;  /* TABLE_CHUNK elements */
 };
 
-struct skip_row {
-	uint64_t clip;
-	uint64_t path, reason; /* offsets in the string arena */
+/* /clips or /skipped, written TABLE_CHUNK rows at a time as the stream
+ * goes. String columns point into text, which holds the buffered rows'
+ * strings and is emptied by each write. */
+struct table {
+	const char *name;
+	hid_t gid;
+	struct column col[TABLE_MAXCOL];
+	int ncol;
+	size_t n;            /* rows buffered */
+	uint64_t rows;       /* rows in the file */
+	char *text;
+	size_t text_len, text_cap;
 };
 
-struct arena {
-	char *p;
-	size_t len, cap;
-};
+enum { CLIP_PATH, CLIP_LABEL, CLIP_SPLIT, CLIP_SAMPLES, CLIP_RATE };
+enum { SKIP_PATH, SKIP_REASON, SKIP_CLIP };
 
 struct h5out {
 	struct h5out_opts o;
 	const char *name;
 	hid_t file;
+	hid_t dxpl;           /* transfer properties of every write */
 	hid_t ftype;          /* element type of features, file = memory */
 	struct group groups[4];
 	int has_group[4];
@@ -75,12 +94,11 @@ struct h5out {
 	hsize_t chunk_rows;
 	char *first_key;      /* names the first row in shape errors */
 
-	struct clip_row *clips;
-	size_t n_clips, cap_clips;
+	struct table clips, skipped;
+	uint64_t n_clips;       /* one more than the highest clip index */
 	uint64_t clips_seen;
-	struct skip_row *skips;
-	size_t n_skips, cap_skips;
-	struct arena strings;
+	uint64_t missing;       /* clip indices passed over, never to come */
+	uint64_t first_missing;
 
 	double t_write;
 };
@@ -143,119 +161,6 @@ static int oom(const h5out *h)
 {
 	prog_err("out of memory writing '%s'", h->name);
 	return -1;
-}
-
-/* ------------------------------------------------------------------ */
-/* Strings and tables kept in memory */
-
-/* Appends s[0..n) and a NUL; returns its offset or -1. */
-static int64_t arena_add(struct arena *a, const char *s, size_t n)
-{
-	size_t at = a->len;
-
-	if (a->len + n + 1 > a->cap) {
-		size_t cap = a->cap ? a->cap : 1u << 16;
-		char *p;
-
-		while (cap < a->len + n + 1)
-			cap *= 2;
-		p = realloc(a->p, cap);
-		if (!p)
-			return -1;
-		a->p = p;
-		a->cap = cap;
-	}
-	memcpy(a->p + at, s, n);
-	a->p[at + n] = '\0';
-	a->len += n + 1;
-	return (int64_t)at;
-}
-
-static int grow_clips(h5out *h, uint64_t clip)
-{
-	size_t cap = h->cap_clips ? h->cap_clips : 1024;
-	struct clip_row *p;
-
-	while (cap <= clip)
-		cap *= 2;
-	p = realloc(h->clips, cap * sizeof(*p));
-	if (!p)
-		return oom(h);
-	memset(p + h->cap_clips, 0, (cap - h->cap_clips) * sizeof(*p));
-	h->clips = p;
-	h->cap_clips = cap;
-	return 0;
-}
-
-/* The record's clip gets its row of /clips from the first record of it. */
-static int note_clip(h5out *h, const rec_item *it)
-{
-	struct clip_row *c;
-	int64_t path;
-
-	if (it->clip > INT32_MAX) {
-		prog_err("'%.*s': clip index %" PRIu64 " too large for "
-			 "'%s'", (int)it->key_len, it->key, it->clip,
-			 h->name);
-		return -1;
-	}
-	if (h->o.clips_expected && it->clip >= h->o.clips_expected) {
-		prog_err("'%.*s': clip index %" PRIu64 ", but the stream "
-			 "header says it holds %" PRIu64 " clips",
-			 (int)it->key_len, it->key, it->clip,
-			 h->o.clips_expected);
-		return -1;
-	}
-	/* without a count, a wild index must not size the table: clips
-	 * come in order, so a jump is a stream that lost millions */
-	if (!h->o.clips_expected && it->clip > h->n_clips + (1u << 24)) {
-		prog_err("'%.*s': clip index jumps from %zu to %" PRIu64,
-			 (int)it->key_len, it->key, h->n_clips, it->clip);
-		return -1;
-	}
-	if (it->clip >= h->cap_clips && grow_clips(h, it->clip))
-		return -1;
-	c = &h->clips[it->clip];
-	if (c->seen)
-		return 0;
-	path = arena_add(&h->strings, it->key, it->key_len);
-	if (path < 0)
-		return oom(h);
-	c->path = (uint64_t)path;
-	c->n_samples = (int64_t)it->clip_samples;
-	c->label = it->label;
-	c->sample_rate = (int32_t)it->sample_rate;
-	c->split = (int8_t)it->split;
-	c->seen = 1;
-	h->clips_seen++;
-	if (it->clip >= h->n_clips)
-		h->n_clips = it->clip + 1;
-	return 0;
-}
-
-static int add_skipped(h5out *h, const rec_item *it)
-{
-	struct skip_row *s;
-	int64_t path, reason;
-
-	if (h->n_skips == h->cap_skips) {
-		size_t cap = h->cap_skips ? 2 * h->cap_skips : 64;
-
-		s = realloc(h->skips, cap * sizeof(*s));
-		if (!s)
-			return oom(h);
-		h->skips = s;
-		h->cap_skips = cap;
-	}
-	path = arena_add(&h->strings, it->key, it->key_len);
-	reason = arena_add(&h->strings, it->data, it->data_len);
-	if (path < 0 || reason < 0)
-		return oom(h);
-	s = &h->skips[h->n_skips++];
-	s->clip = it->clip;
-	s->path = (uint64_t)path;
-	s->reason = (uint64_t)reason;
-	return note_clip(h, it);
 }
 
 /* ------------------------------------------------------------------ */
@@ -335,7 +240,7 @@ static hid_t row_dataset(h5out *h, hid_t loc, const char *name, hid_t type,
 	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0 ||
 	    H5Pset_obj_track_times(dcpl, 0) < 0 ||
 	    set_compression(dcpl, &h->o) < 0 ||
-	    H5Pset_chunk_cache(dapl, 521, cache_bytes, 1.0) < 0)
+	    H5Pset_chunk_cache(dapl, 17, cache_bytes, 1.0) < 0)
 		goto out;
 	d = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, dapl);
 out:
@@ -350,11 +255,11 @@ out:
 
 static int alloc_buffers(h5out *h, struct group *g)
 {
-	size_t cap = (size_t)h->chunk_rows * BATCH_CHUNKS;
+	/* One chunk of rows: with whole chunks a write goes straight to the
+	 * file, and more only costs memory (eight chunks a write were no
+	 * faster, with or without compression) */
+	size_t cap = (size_t)h->chunk_rows;
 
-	/* tiny rows: the per-row columns would outweigh the features */
-	while (cap > MAX_BATCH_ROWS && cap > h->chunk_rows)
-		cap -= (size_t)h->chunk_rows;
 	g->cap = cap;
 	g->features = malloc(cap * (h->row_bytes ? h->row_bytes : 1));
 	g->label = malloc(cap * sizeof(int32_t));
@@ -370,30 +275,44 @@ static int alloc_buffers(h5out *h, struct group *g)
 /* The datasets are made at a group's first write: when that is its last
  * one too, the group's size is known and a small group gets chunks no
  * bigger than itself instead of a mostly empty 1 MiB chunk per dataset.
- * total: the group's row count if known, else 0. */
+ * total: the group's row count if known, else 0.
+ *
+ * Chunk caches: features are written in whole chunks (only the group's
+ * last chunk is partial, and written once), so uncompressed they go
+ * straight to the file, uncached; compressed, a cache of one chunk is a
+ * fifth faster (the library fills an uncached chunk before it overwrites
+ * it). A write of the per-row columns ends inside one of their chunks;
+ * uncompressed, the next write puts its rows beside them in the file,
+ * uncached too. Compressed, the chunk must be whole to be compressed
+ * once: each column's cache holds that one chunk until it is complete.
+ * (A cache that fills as the rows come would make the memory held depend
+ * on how far a group got: the small validation group fills its first
+ * chunk only after some 80,000 clips.) */
 static int make_row_datasets(h5out *h, struct group *g, hsize_t total)
 {
 	uint32_t row[2] = { h->dim0, h->dim1 };
 	hsize_t rows = h->chunk_rows, col = COLUMN_CHUNK;
-	size_t cache;
+	size_t cf, c4, c8;
 
 	if (total) {
 		rows = rows < total ? rows : total;
 		col = col < total ? col : total;
 	}
-	cache = 2 * (size_t)rows * h->row_bytes;
-	if (cache < (1u << 20))
-		cache = 1u << 20;
+	cf = (size_t)rows * h->row_bytes;
+	c4 = (size_t)col * 4;
+	c8 = (size_t)col * 8;
+	if (h->o.compress == H5OUT_NONE)
+		cf = c4 = c8 = 0;
 	g->d_features = row_dataset(h, g->gid, "features", h->ftype, h->rank,
-				    row, rows, cache);
+				    row, rows, cf);
 	g->d_label = row_dataset(h, g->gid, "label", H5T_STD_I32LE, 1, row,
-				 col, 1u << 20);
+				 col, c4);
 	g->d_clip = row_dataset(h, g->gid, "clip", H5T_STD_I32LE, 1, row,
-				col, 1u << 20);
+				col, c4);
 	g->d_segment = row_dataset(h, g->gid, "segment", H5T_STD_I32LE, 1,
-				   row, col, 1u << 20);
+				   row, col, c4);
 	g->d_offset = row_dataset(h, g->gid, "offset", H5T_STD_I64LE, 1, row,
-				  col, 1u << 20);
+				  col, c8);
 	if (g->d_features < 0 || g->d_label < 0 || g->d_clip < 0 ||
 	    g->d_segment < 0 || g->d_offset < 0)
 		return h5_fail(h, "create the row datasets");
@@ -434,8 +353,9 @@ static int set_shape(h5out *h, const rec_item *it)
 	h->chunk_rows = 1;
 	if (h->row_bytes && h->row_bytes < h->o.chunk_bytes)
 		h->chunk_rows = h->o.chunk_bytes / h->row_bytes;
-	if (h->chunk_rows > MAX_BATCH_ROWS)
-		h->chunk_rows = MAX_BATCH_ROWS;
+	/* tiny rows: the per-row columns would outweigh the features */
+	if (h->chunk_rows > MAX_CHUNK_ROWS)
+		h->chunk_rows = MAX_CHUNK_ROWS;
 	if (it) {
 		h->first_key = strndup(it->key, it->key_len);
 		if (!h->first_key)
@@ -467,7 +387,7 @@ static int append(h5out *h, hid_t d, hid_t mtype, int rank, hsize_t at,
 	if (fspace < 0 || mspace < 0 ||
 	    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count,
 				NULL) < 0 ||
-	    H5Dwrite(d, mtype, mspace, fspace, H5P_DEFAULT, buf) < 0)
+	    H5Dwrite(d, mtype, mspace, fspace, h->dxpl, buf) < 0)
 		goto out;
 	ret = 0;
 out:
@@ -544,39 +464,8 @@ static int check_row(h5out *h, const rec_item *it)
 	return 0;
 }
 
-static int add_row(h5out *h, const rec_item *it)
-{
-	struct group *g;
-
-	if (check_row(h, it) || note_clip(h, it))
-		return -1;
-	if (!h->has_group[it->split] && make_group(h, it->split))
-		return -1;
-	g = &h->groups[it->split];
-	memcpy(g->features + g->n * h->row_bytes, it->data, h->row_bytes);
-	g->label[g->n] = it->label;
-	g->clip[g->n] = (int32_t)it->clip;
-	g->segment[g->n] = (int32_t)it->segment;
-	g->offset[g->n] = (int64_t)it->offset;
-	if (++g->n == g->cap)
-		return flush_group(h, g, 0);
-	return 0;
-}
-
-int h5out_add(h5out *h, const rec_item *it)
-{
-	if (it->split < REC_SPLIT_NONE || it->split > REC_SPLIT_TESTING) {
-		prog_err("'%.*s': split %d out of range", (int)it->key_len,
-			 it->key, it->split);
-		return -1;
-	}
-	if (it->type == REC_T_SKIPPED)
-		return add_skipped(h, it);
-	return add_row(h, it);
-}
-
 /* ------------------------------------------------------------------ */
-/* Tables */
+/* Tables: /labels at the end; /clips and /skipped as the stream goes */
 
 /* A fixed-size 1-D dataset of n elements written from buf (mtype). */
 static int table(h5out *h, hid_t loc, const char *name, hid_t ftype,
@@ -594,7 +483,7 @@ static int table(h5out *h, hid_t loc, const char *name, hid_t ftype,
 		       H5P_DEFAULT);
 	if (d < 0)
 		goto out;
-	if (n && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+	if (n && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, h->dxpl, buf) < 0)
 		goto out;
 	ret = 0;
 out:
@@ -609,16 +498,28 @@ out:
 	return ret;
 }
 
-static int string_table(h5out *h, hid_t loc, const char *name,
-			const char **v, size_t n)
+static int write_labels(h5out *h, const rec_header *hdr)
 {
+	size_t n = rec_header_count(hdr, "label");
+	const char **v = malloc((n ? n : 1) * sizeof(*v));
 	hid_t t = h5attr_utf8_type();
-	int ret;
+	int ret = -1;
 
-	if (t < 0)
-		return h5_fail(h, "make a string type");
-	ret = table(h, loc, name, t, t, n, v);
-	H5Tclose(t);
+	if (!v) {
+		oom(h);
+		goto out;
+	}
+	if (t < 0) {
+		h5_fail(h, "make a string type");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = rec_header_get_nth(hdr, "label", i);
+	ret = table(h, h->file, "labels", t, t, n, v);
+out:
+	if (t >= 0)
+		H5Tclose(t);
+	free(v);
 	return ret;
 }
 
@@ -651,124 +552,320 @@ static hid_t new_group(h5out *h, const char *name)
 	return g;
 }
 
-enum clip_field { CF_PATH, CF_LABEL, CF_SPLIT, CF_SAMPLES, CF_RATE };
-
-/* Fills col (n elements of 8 bytes at most), or paths, with one field of
- * the clip table. (check_clips() made sure every row was seen.) */
-static void clip_column(const h5out *h, enum clip_field field, void *col,
-			const char **paths)
+/* Adds a column of file type ftype (taken over, closed by table_free())
+ * read from memory elements of mtype (a predefined type), or of ftype
+ * itself when mtype is NO_ID. */
+static int table_column(struct table *t, const char *name, hid_t ftype,
+			hid_t mtype, size_t size)
 {
-	for (size_t i = 0; i < h->n_clips; i++) {
-		const struct clip_row *c = &h->clips[i];
+	struct column *c = &t->col[t->ncol++];
 
-		switch (field) {
-		case CF_PATH:
-			paths[i] = h->strings.p + c->path;
-			break;
-		case CF_LABEL:
-			((int32_t *)col)[i] = c->label;
-			break;
-		case CF_SPLIT:
-			((int8_t *)col)[i] = c->split;
-			break;
-		case CF_SAMPLES:
-			((int64_t *)col)[i] = c->n_samples;
-			break;
-		case CF_RATE:
-			((int32_t *)col)[i] = c->sample_rate;
-			break;
-		}
-	}
+	c->name = name;
+	c->type = ftype;
+	c->mtype = mtype < 0 ? ftype : mtype;
+	c->size = size;
+	c->d = NO_ID;
+	c->buf = malloc(TABLE_CHUNK * size);
+	return ftype < 0 || !c->buf ? -1 : 0;
 }
 
-static int write_clips(h5out *h)
+static int table_init(h5out *h, struct table *t, int skipped)
 {
-	size_t n = h->n_clips;
-	const char **paths = malloc((n ? n : 1) * sizeof(*paths));
-	void *col = malloc((n ? n : 1) * sizeof(int64_t));
-	hid_t g = NO_ID, split_t = split_enum_type();
-	int ret = -1;
+	const size_t ptr = sizeof(const char *);
+	int err;
 
-	if (!paths || !col || split_t < 0) {
-		oom(h);
-		goto out;
+	t->name = skipped ? "skipped" : "clips";
+	t->gid = NO_ID;
+	if (skipped)
+		err = table_column(t, "path", h5attr_utf8_type(), NO_ID, ptr) ||
+		      table_column(t, "reason", h5attr_utf8_type(), NO_ID,
+				   ptr) ||
+		      table_column(t, "clip", H5Tcopy(H5T_STD_I32LE),
+				   H5T_NATIVE_INT32, 4);
+	else
+		err = table_column(t, "path", h5attr_utf8_type(), NO_ID, ptr) ||
+		      table_column(t, "label", H5Tcopy(H5T_STD_I32LE),
+				   H5T_NATIVE_INT32, 4) ||
+		      table_column(t, "split", split_enum_type(), NO_ID, 1) ||
+		      table_column(t, "n_samples", H5Tcopy(H5T_STD_I64LE),
+				   H5T_NATIVE_INT64, 8) ||
+		      table_column(t, "sample_rate", H5Tcopy(H5T_STD_I32LE),
+				   H5T_NATIVE_INT32, 4);
+	if (!err)
+		return 0;
+	for (int i = 0; i < t->ncol; i++)
+		if (!t->col[i].buf)
+			return oom(h);
+	return h5_fail(h, "make the tables");
+}
+
+/* Closes what is open without reporting; a failed table_init() too. */
+static void table_free(struct table *t)
+{
+	for (int i = 0; i < t->ncol; i++) {
+		struct column *c = &t->col[i];
+
+		if (c->d >= 0)
+			H5Dclose(c->d);
+		if (c->type >= 0)
+			H5Tclose(c->type);
+		free(c->buf);
+		c->d = c->type = NO_ID;
+		c->buf = NULL;
 	}
-	g = new_group(h, "clips");
-	if (g < 0)
+	t->ncol = 0;
+	if (t->gid >= 0)
+		H5Gclose(t->gid);
+	t->gid = NO_ID;
+	free(t->text);
+	t->text = NULL;
+}
+
+/* Closes the table's datasets and group, reporting a failure (closing
+ * writes what the library still holds). */
+static int table_close(h5out *h, struct table *t)
+{
+	int ret = 0;
+
+	for (int i = 0; i < t->ncol; i++) {
+		if (t->col[i].d >= 0 && H5Dclose(t->col[i].d) < 0)
+			ret = -1;
+		t->col[i].d = NO_ID;
+	}
+	if (t->gid >= 0 && H5Gclose(t->gid) < 0)
+		ret = -1;
+	t->gid = NO_ID;
+	return ret ? h5_fail(h, "write a table") : 0;
+}
+
+/* A table column: chunked and extendible like the row columns, since its
+ * length is known only at the end, but never compressed (formats/hdf5.md).
+ * Its chunk cache holds one chunk: writes are whole chunks but for the
+ * last, and a block cut short by a long text (table_reserve()) is
+ * completed in the cache rather than read back. */
+static hid_t table_dataset(hid_t loc, const struct column *c,
+			   hsize_t chunk)
+{
+	hsize_t dims[1] = { 0 }, max[1] = { H5S_UNLIMITED };
+	/* a string is stored as a 16-byte reference to the global heap */
+	size_t esize = H5Tis_variable_str(c->type) > 0 ? 16 :
+		       H5Tget_size(c->type);
+	hid_t space = H5Screate_simple(1, dims, max);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+	hid_t d = NO_ID;
+
+	/* (a string column needs a fill value: the library refuses
+	 * variable-length data with fill time never) */
+	if (space < 0 || dcpl < 0 || dapl < 0 ||
+	    H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
+	    H5Pset_obj_track_times(dcpl, 0) < 0 ||
+	    (esize != 16 && H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) ||
+	    H5Pset_chunk_cache(dapl, 17, (size_t)chunk * esize, 1.0) < 0)
 		goto out;
-	clip_column(h, CF_PATH, col, paths);
-	if (string_table(h, g, "path", paths, n))
-		goto out;
-	clip_column(h, CF_LABEL, col, paths);
-	if (table(h, g, "label", H5T_STD_I32LE, H5T_NATIVE_INT32, n, col))
-		goto out;
-	clip_column(h, CF_SPLIT, col, paths);
-	if (table(h, g, "split", split_t, split_t, n, col))
-		goto out;
-	clip_column(h, CF_SAMPLES, col, paths);
-	if (table(h, g, "n_samples", H5T_STD_I64LE, H5T_NATIVE_INT64, n, col))
-		goto out;
-	clip_column(h, CF_RATE, col, paths);
-	if (table(h, g, "sample_rate", H5T_STD_I32LE, H5T_NATIVE_INT32, n,
-		  col))
-		goto out;
-	ret = 0;
+	d = H5Dcreate2(loc, c->name, c->type, space, H5P_DEFAULT, dcpl, dapl);
 out:
-	if (g >= 0)
-		H5Gclose(g);
-	if (split_t >= 0)
-		H5Tclose(split_t);
-	free(paths);
-	free(col);
-	return ret;
+	if (space >= 0)
+		H5Sclose(space);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (dapl >= 0)
+		H5Pclose(dapl);
+	return d;
 }
 
-static int write_skipped(h5out *h)
+/* The group and datasets are made at the first write; when that is the
+ * last one too, a small table gets a chunk of its own size (at least 1:
+ * an empty table is a valid chunked dataset of 0 rows). */
+static int table_make(h5out *h, struct table *t, int final)
 {
-	size_t n = h->n_skips;
-	const char **paths = malloc((n ? n : 1) * sizeof(*paths));
-	const char **reasons = malloc((n ? n : 1) * sizeof(*reasons));
-	int32_t *clips = malloc((n ? n : 1) * sizeof(*clips));
-	hid_t g = NO_ID;
-	int ret = -1;
+	hsize_t chunk = TABLE_CHUNK;
 
-	if (!paths || !reasons || !clips) {
-		oom(h);
-		goto out;
+	if (final && t->rows + t->n < chunk)
+		chunk = t->rows + t->n ? t->rows + t->n : 1;
+	t->gid = new_group(h, t->name);
+	if (t->gid < 0)
+		return -1;
+	for (int i = 0; i < t->ncol; i++) {
+		t->col[i].d = table_dataset(t->gid, &t->col[i], chunk);
+		if (t->col[i].d < 0)
+			return h5_fail(h, "create a table");
 	}
-	for (size_t i = 0; i < n; i++) {
-		paths[i] = h->strings.p + h->skips[i].path;
-		reasons[i] = h->strings.p + h->skips[i].reason;
-		clips[i] = (int32_t)h->skips[i].clip;
-	}
-	g = new_group(h, "skipped");
-	if (g < 0 || string_table(h, g, "path", paths, n) ||
-	    string_table(h, g, "reason", reasons, n) ||
-	    table(h, g, "clip", H5T_STD_I32LE, H5T_NATIVE_INT32, n, clips))
-		goto out;
-	ret = 0;
-out:
-	if (g >= 0)
-		H5Gclose(g);
-	free(paths);
-	free(reasons);
-	free(clips);
-	return ret;
+	return 0;
 }
 
-static int write_labels(h5out *h, const rec_header *hdr)
+/* Writes the buffered rows; final: they are the table's last. */
+static int table_flush(h5out *h, struct table *t, int final)
 {
-	size_t n = rec_header_count(hdr, "label");
-	const char **v = malloc((n ? n : 1) * sizeof(*v));
-	int ret;
+	double t0 = prog_now();
+	int err = 0;
 
-	if (!v)
+	if (t->gid < 0 && table_make(h, t, final))
+		return -1;
+	for (int i = 0; i < t->ncol && t->n && !err; i++)
+		err = append(h, t->col[i].d, t->col[i].mtype, 1, t->rows, t->n,
+			     t->col[i].buf);
+	h->t_write += prog_now() - t0;
+	if (err)
+		return h5_fail(h, "write a table");
+	t->rows += t->n;
+	t->n = 0;
+	t->text_len = 0;
+	return 0;
+}
+
+/* Makes room for need bytes of text for the next row: writes the rows
+ * buffered first when the text would outgrow TABLE_TEXT, so that a table
+ * keeps at most that much (or one row's text, when that is more). */
+static int table_reserve(h5out *h, struct table *t, size_t need)
+{
+	char *p;
+
+	if (t->text_len + need <= t->text_cap)
+		return 0;
+	if (t->n && table_flush(h, t, 0))
+		return -1;
+	if (need <= t->text_cap)
+		return 0;
+	/* nothing points into the text now: it may move */
+	p = realloc(t->text, need > TABLE_TEXT ? need : TABLE_TEXT);
+	if (!p)
 		return oom(h);
-	for (size_t i = 0; i < n; i++)
-		v[i] = rec_header_get_nth(hdr, "label", i);
-	ret = string_table(h, h->file, "labels", v, n);
-	free(v);
-	return ret;
+	t->text = p;
+	t->text_cap = need > TABLE_TEXT ? need : TABLE_TEXT;
+	return 0;
+}
+
+/* Copies s[0..n) and a NUL into the text table_reserve() made room for. */
+static const char *table_text(struct table *t, const void *s, size_t n)
+{
+	char *p = t->text + t->text_len;
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	t->text_len += n + 1;
+	return p;
+}
+
+static void table_put(struct table *t, int col, const void *v)
+{
+	struct column *c = &t->col[col];
+
+	memcpy(c->buf + t->n * c->size, v, c->size);
+}
+
+/* The row is complete: a full block is written. */
+static int table_next(h5out *h, struct table *t)
+{
+	if (++t->n == TABLE_CHUNK)
+		return table_flush(h, t, 0);
+	return 0;
+}
+
+/* The row of /clips of the record's clip. */
+static int clip_row(h5out *h, const rec_item *it)
+{
+	struct table *t = &h->clips;
+	const char *path;
+	int64_t n_samples = (int64_t)it->clip_samples;
+	int32_t rate = (int32_t)it->sample_rate;
+	int8_t split = (int8_t)it->split;
+
+	if (table_reserve(h, t, (size_t)it->key_len + 1))
+		return -1;
+	path = table_text(t, it->key, it->key_len);
+	table_put(t, CLIP_PATH, &path);
+	table_put(t, CLIP_LABEL, &it->label);
+	table_put(t, CLIP_SPLIT, &split);
+	table_put(t, CLIP_SAMPLES, &n_samples);
+	table_put(t, CLIP_RATE, &rate);
+	return table_next(h, t);
+}
+
+/* The record's clip gets its row of /clips from the first record of it.
+ * Clips come in increasing order (the reader makes sure), so a clip is
+ * new when its index is above the last one's, and an index passed over
+ * is a clip that can no longer come: the file will be refused at the end
+ * (check_clips()), and /clips is not written on past the gap. */
+static int note_clip(h5out *h, const rec_item *it)
+{
+	if (it->clip > INT32_MAX) {
+		prog_err("'%.*s': clip index %" PRIu64 " too large for "
+			 "'%s'", (int)it->key_len, it->key, it->clip,
+			 h->name);
+		return -1;
+	}
+	if (h->o.clips_expected && it->clip >= h->o.clips_expected) {
+		prog_err("'%.*s': clip index %" PRIu64 ", but the stream "
+			 "header says it holds %" PRIu64 " clips",
+			 (int)it->key_len, it->key, it->clip,
+			 h->o.clips_expected);
+		return -1;
+	}
+	if (it->clip + 1 < h->n_clips) {
+		prog_err("'%.*s': clip index %" PRIu64 " after %" PRIu64
+			 " (records must be in clip order)", (int)it->key_len,
+			 it->key, it->clip, h->n_clips - 1);
+		return -1;
+	}
+	if (it->clip + 1 == h->n_clips)
+		return 0;
+	if (it->clip > h->n_clips) {
+		if (!h->missing)
+			h->first_missing = h->n_clips;
+		h->missing += it->clip - h->n_clips;
+	}
+	h->n_clips = it->clip + 1;
+	h->clips_seen++;
+	return h->missing ? 0 : clip_row(h, it);
+}
+
+static int add_skipped(h5out *h, const rec_item *it)
+{
+	struct table *t = &h->skipped;
+	const char *path, *reason;
+	int32_t clip = (int32_t)it->clip;
+
+	if (note_clip(h, it) ||
+	    table_reserve(h, t, (size_t)it->key_len + it->data_len + 2))
+		return -1;
+	path = table_text(t, it->key, it->key_len);
+	reason = table_text(t, it->data, it->data_len);
+	table_put(t, SKIP_PATH, &path);
+	table_put(t, SKIP_REASON, &reason);
+	table_put(t, SKIP_CLIP, &clip);
+	return table_next(h, t);
+}
+
+static int add_row(h5out *h, const rec_item *it)
+{
+	struct group *g;
+
+	if (check_row(h, it) || note_clip(h, it))
+		return -1;
+	if (!h->has_group[it->split] && make_group(h, it->split))
+		return -1;
+	g = &h->groups[it->split];
+	memcpy(g->features + g->n * h->row_bytes, it->data, h->row_bytes);
+	g->label[g->n] = it->label;
+	g->clip[g->n] = (int32_t)it->clip;
+	g->segment[g->n] = (int32_t)it->segment;
+	g->offset[g->n] = (int64_t)it->offset;
+	if (++g->n == g->cap)
+		return flush_group(h, g, 0);
+	return 0;
+}
+
+int h5out_add(h5out *h, const rec_item *it)
+{
+	if (it->split < REC_SPLIT_NONE || it->split > REC_SPLIT_TESTING) {
+		prog_err("'%.*s': split %d out of range", (int)it->key_len,
+			 it->key, it->split);
+		return -1;
+	}
+	if (it->type == REC_T_SKIPPED)
+		return add_skipped(h, it);
+	return add_row(h, it);
 }
 
 /* ------------------------------------------------------------------ */
@@ -838,15 +935,14 @@ static int close_groups(h5out *h)
  * a clip, and a dataset missing clips must not look complete. */
 static int check_clips(h5out *h)
 {
-	uint64_t n = h->n_clips, missing = 0, first = 0;
+	uint64_t n = h->n_clips, missing = h->missing;
+	uint64_t first = h->first_missing;
 
-	if (h->o.clips_expected > n)
+	if (h->o.clips_expected > n) {
 		n = h->o.clips_expected;
-	for (uint64_t i = 0; i < n; i++) {
-		if (i < h->n_clips && h->clips[i].seen)
-			continue;
-		if (!missing++)
-			first = i;
+		if (!missing)
+			first = h->n_clips;
+		missing += n - h->n_clips;
 	}
 	if (!missing)
 		return 0;
@@ -869,9 +965,10 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	for (int s = 0; s < 4; s++)
 		if (h->has_group[s] && flush_group(h, &h->groups[s], 1))
 			goto out;
-	if (write_labels(h, hdr) || write_clips(h) || write_skipped(h) ||
-	    write_dtype_attrs(h) || write_root_attrs(h, hdr) ||
-	    close_groups(h))
+	if (write_labels(h, hdr) || table_flush(h, &h->clips, 1) ||
+	    table_flush(h, &h->skipped, 1) || write_dtype_attrs(h) ||
+	    write_root_attrs(h, hdr) || close_groups(h) ||
+	    table_close(h, &h->clips) || table_close(h, &h->skipped))
 		goto out;
 	if (H5Tclose(h->ftype) < 0)
 		goto out;
@@ -898,6 +995,27 @@ static int no_file_locking(hid_t fapl)
 #endif
 }
 
+/* The metadata cache (object headers, chunk indexes, the global heap
+ * collections that hold the strings of /clips and /skipped) at a fixed
+ * size. The library's adaptive default starts at 2 MiB and grows up to
+ * 32 MiB when its hit rate falls, and a writer that never reads back has
+ * a low one: it filled with heap collections of strings already written.
+ * What an append touches (a dataset's header and its chunk index path,
+ * for some 30 datasets) fits in 512 KiB; 256 KiB was as fast. */
+static int fixed_metadata_cache(hid_t fapl)
+{
+	H5AC_cache_config_t c = { .version = H5AC__CURR_CACHE_CONFIG_VERSION };
+
+	if (H5Pget_mdc_config(fapl, &c) < 0)
+		return -1;
+	c.set_initial_size = 1;
+	c.initial_size = c.min_size = c.max_size = METADATA_CACHE;
+	c.incr_mode = H5C_incr__off;
+	c.flash_incr_mode = H5C_flash_incr__off;
+	c.decr_mode = H5C_decr__off;
+	return H5Pset_mdc_config(fapl, &c) < 0 ? -1 : 0;
+}
+
 static hid_t create_file(const char *path)
 {
 	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
@@ -910,13 +1028,38 @@ static hid_t create_file(const char *path)
 	if (fcpl >= 0 && fapl >= 0 &&
 	    H5Pset_obj_track_times(fcpl, 0) >= 0 &&
 	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) >= 0 &&
-	    no_file_locking(fapl) == 0)
+	    fixed_metadata_cache(fapl) == 0 && no_file_locking(fapl) == 0)
 		f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
 	if (fcpl >= 0)
 		H5Pclose(fcpl);
 	if (fapl >= 0)
 		H5Pclose(fapl);
 	return f;
+}
+
+/* Only strings are converted on the way to the file (into references to
+ * the global heap), a table's chunk of them at a time: a conversion
+ * buffer of that size does instead of the library's 1 MiB, which it would
+ * allocate and clear for every write of strings. */
+static hid_t transfer_plist(void)
+{
+	hid_t p = H5Pcreate(H5P_DATASET_XFER);
+
+	if (p >= 0 && H5Pset_buffer(p, TABLE_CHUNK * 16, NULL, NULL) < 0) {
+		H5Pclose(p);
+		p = NO_ID;
+	}
+	return p;
+}
+
+/* The library keeps freed blocks on free lists for reuse, by default up
+ * to 21 MiB of them, filling them as a run goes; a small reserve is as
+ * fast for h5pack (measured) and bounds what the library can hold.
+ * (Process-wide: h5pack writes one file.) */
+static void limit_free_lists(void)
+{
+	H5set_free_list_limits(1 << 20, 64 << 10, 1 << 20, 256 << 10,
+			       1 << 20, 256 << 10);
 }
 
 int h5out_create(h5out **out, const char *path, const char *name,
@@ -932,19 +1075,26 @@ int h5out_create(h5out **out, const char *path, const char *name,
 	h->o = *o;
 	h->name = name;
 	H5Eset_auto2(H5E_DEFAULT, record_error, NULL);
-	h->file = h->ftype = NO_ID;
+	limit_free_lists();
+	h->file = h->ftype = h->dxpl = NO_ID;
 	for (int s = 0; s < 4; s++) {
 		struct group *g = &h->groups[s];
 
 		g->gid = g->d_features = g->d_label = g->d_clip = NO_ID;
 		g->d_segment = g->d_offset = NO_ID;
 	}
+	h->clips.gid = h->skipped.gid = NO_ID;
 	h->ftype = element_type(o->dtype);
 	if (h->ftype < 0)
 		return h5_fail(h, "make the element type");
+	h->dxpl = transfer_plist();
+	if (h->dxpl < 0)
+		return h5_fail(h, "make the transfer properties");
 	h->file = create_file(path);
 	if (h->file < 0)
 		return h5_fail(h, "create the file");
+	if (table_init(h, &h->clips, 0) || table_init(h, &h->skipped, 1))
+		return -1;
 	if (o->splits)
 		return make_group(h, REC_SPLIT_TRAINING) ||
 		       make_group(h, REC_SPLIT_VALIDATION) ||
@@ -958,15 +1108,16 @@ void h5out_close(h5out *h)
 		return;
 	for (int s = 0; s < 4; s++)
 		close_group(&h->groups[s]);
+	table_free(&h->clips);
+	table_free(&h->skipped);
 	if (h->ftype >= 0)
 		H5Tclose(h->ftype);
+	if (h->dxpl >= 0)
+		H5Pclose(h->dxpl);
 	if (h->file >= 0)
 		H5Fclose(h->file);
 	H5Eclear2(H5E_DEFAULT);
 	free(h->first_key);
-	free(h->clips);
-	free(h->skips);
-	free(h->strings.p);
 	free(h);
 }
 
@@ -979,7 +1130,7 @@ void h5out_counts(const h5out *h, struct h5out_counts *c)
 	}
 	c->clips = h->n_clips;
 	c->clips_seen = h->clips_seen;
-	c->skipped = h->n_skips;
+	c->skipped = h->skipped.rows + h->skipped.n;
 }
 
 double h5out_write_time(const h5out *h)

@@ -3,9 +3,10 @@
  * record by record.
  *
  * Rows (audio or features records) are buffered per split group and
- * appended to chunked, extendible datasets many thousands at a time; the
- * clip, label and skipped-input tables and the attributes are written by
- * h5out_finish(), which closes the file. The functions print their own
+ * appended to chunked, extendible datasets a chunk at a time; so are the
+ * rows of the clip and skipped-input tables, so that memory stays the same
+ * however long the stream. The label table and the attributes are written
+ * by h5out_finish(), which closes the file. The functions print their own
  * `prog: message` naming the dataset file and return 0 or -1.
  */
 #ifndef MELPIPE_H5OUT_H

@@ -296,22 +296,17 @@ static rec_header *file_header(const rec_header *in, int argc, char **argv)
 }
 
 struct run_stats {
-	double t_in;
 	uint64_t records;
 };
 
 static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 			struct run_stats *st)
 {
-	int timing = prog_verbosity > 0;
 	rec_item it;
 
 	for (;;) {
-		double t0 = timing ? prog_now() : 0;
 		int err = rec_read(r, &it);
 
-		if (timing)
-			st->t_in += prog_now() - t0;
 		if (err == REC_END)
 			return 0;
 		if (err) {
@@ -352,12 +347,12 @@ static void summary(const char *name, const h5out *h)
 		  " skipped", name, rows, c.clips, c.skipped);
 }
 
-static void report(const rec_reader *r, const h5out *h,
-		   const struct run_stats *st, double total,
+static void report(const rec_reader *r, const h5out *h, double total,
 		   const char *name)
 {
 	double t_h5 = h5out_write_time(h);
-	double work = total - st->t_in - t_h5;
+	double t_in = rec_reader_wait(r);
+	double work = total - t_in - t_h5;
 	struct stat sb;
 
 	if (prog_verbosity < 1)
@@ -366,13 +361,13 @@ static void report(const rec_reader *r, const h5out *h,
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
 		  "%.2f s", rec_reader_count(r), rec_reader_offset(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
-		  st->t_in, work > 0 ? work : 0, t_h5);
+		  t_in, work > 0 ? work : 0, t_h5);
 }
 
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
-	rec_reader_opts ro = { .name = in_name };
+	rec_reader_opts ro = { .name = in_name, .read_ahead = 1 };
 	struct h5out_opts ho = { 0 };
 	struct run_stats st = { 0 };
 	struct progress p = { 0 };
@@ -404,7 +399,7 @@ static int run(const struct options *o, int argc, char **argv)
 	if (err || h5out_finish(h, hdr) || outfile_commit())
 		goto out;
 	have_out = 0;
-	report(r, h, &st, prog_now() - t_start, o->output);
+	report(r, h, prog_now() - t_start, o->output);
 	summary(o->output, h);
 	ret = EXIT_OK;
 out:
