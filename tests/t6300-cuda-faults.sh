@@ -51,7 +51,8 @@ release_gpu() {
 }
 
 test_expect_success GPU 'a stream of clips' '
-	$MK --n 64 --len 40960 --dtype s16 --seed 3 >in.rec
+	$MK --n 64 --len 40960:40960 --dtype s16 --seed 3 >in.rec &&
+	recdump -q in.rec
 '
 
 if test -n "$TORCH_PY"; then

@@ -1547,11 +1547,14 @@ static int open_compute(struct run *r, const struct options *o,
 		prog_err("out of memory for the mel filterbank");
 		return -1;
 	}
+	double t0 = prog_now();
+
 	warn_empty_filters(r->fb, p);
 	r->be = open_backend(o, p, r->fb, &r->dl);
 	if (!r->be)
 		return -1;
-	prog_info("backend %s", r->be->name);
+	prog_info("backend %s (started in %.2f s)", r->be->name,
+		  prog_now() - t0);
 	return 0;
 }
 
