@@ -350,9 +350,11 @@ def main():
                         acc["rows"], ", ".join("%s %d clips" % kv for kv in
                                                acc["splits"].items())))
         say("limit: a stage's peak at %d clips may exceed its peak at %d "
-            "by max(%g%%, %g MiB); RSS sampled every %g s in %s/rss-N.tsv"
-            % (a.clips, a.clips // 10, TOL_PCT, TOL_MIB, SAMPLE_S,
-               base if a.keep else "DIR (--keep DIR)"))
+            "by max(%g%%, %g MiB), wavcat's by %d bytes per extra input "
+            "more (its list of input paths); RSS sampled every %g s in "
+            "%s/rss-N.tsv"
+            % (a.clips, a.clips // 10, TOL_PCT, TOL_MIB, WAVCAT_PER_INPUT,
+               SAMPLE_S, base if a.keep else "DIR (--keep DIR)"))
         say("soak: %s in %.0f s" % ("FAILED" if fails else "passed",
                                     time.monotonic() - t0))
         for f in fails:
