@@ -138,7 +138,27 @@ test_expect_success 'SIGINT and SIGHUP mid-write: the same' '
 test_expect_success 'SIGKILL mid-write: previous file intact' '
 	killed KILL 137 &&
 	# only a hidden temporary file can remain: never the target
-	rm -f .prev.h5.*
+	ls -A | grep "^\.prev\.h5\.h5pack-[0-9]*-[0-9a-f]*\.......$" >stale &&
+	test $(wc -l <stale) = 1
+'
+
+# The next run for that target on this machine removes what a killed one
+# left, and only that: not the file of a process that still runs (this
+# shell's pid), nor another machine's (another host tag).
+test_expect_success 'the next run removes a killed run'"'"'s temporary file' '
+	stale=$(cat stale) &&
+	tag=$(echo "$stale" | sed "s/.*-\([0-9a-f]*\)\.......$/\1/") &&
+	live=".prev.h5.h5pack-$$-$tag.AbCdEf" &&
+	other=".prev.h5.h5pack-999999-00000000.AbCdEf" &&
+	test "$tag" != 00000000 &&
+	: >"$live" && : >"$other" &&
+	h5pack -o prev.h5 prev.rec 2>next.err &&
+	cat next.err &&
+	test ! -e "$stale" &&
+	test_grep "removed .*$stale.*killed" next.err &&
+	test -e "$live" && test -e "$other" &&
+	rm -f "$live" "$other" &&
+	no_temp
 '
 
 tmpfs_ok=

@@ -4,6 +4,7 @@
  */
 #include "outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "../common/prog.h"
@@ -105,7 +107,7 @@ static int split_target(const char *target)
 		memcpy(out.dir, target, dlen);
 		out.dir[dlen] = '\0';
 	}
-	if (strlen(slash + 1) == 0 || strlen(slash + 1) > NAME_MAX - 8) {
+	if (strlen(slash + 1) == 0 || strlen(slash + 1) > NAME_MAX - 48) {
 		prog_err("'%s' is not a usable file name", target);
 		return -1;
 	}
@@ -132,15 +134,79 @@ static int check_target(void)
 	return 0;
 }
 
+/* This machine, as 8 hex digits of a hash of its name: temporary files
+ * carry it beside their process id, so that a later run on the same
+ * machine can tell a dead run's file (the folder may be shared with
+ * other machines, whose process ids mean nothing here). */
+static unsigned long host_tag(void)
+{
+	char name[256] = "";
+	unsigned long h = 2166136261ul;
+
+	gethostname(name, sizeof(name) - 1);
+	for (const char *p = name; *p; p++)
+		h = ((h ^ (unsigned char)*p) * 16777619ul) & 0xfffffffful;
+	return h;
+}
+
+/* The prefix of our temporary files' names: .BASE.h5pack- */
+static int temp_prefix(char *buf, size_t size)
+{
+	return snprintf(buf, size, ".%s.h5pack-", out.base) < (int)size ? 0
+									: -1;
+}
+
+/*
+ * Removes temporary files that earlier runs for the same target left
+ * behind when they were killed with SIGKILL (no handler runs then) or
+ * crashed: .BASE.h5pack-PID-HOST.XXXXXX made on this machine by a process
+ * that no longer exists. A live process's file, or another machine's, is
+ * left alone.
+ */
+static void remove_stale_temps(void)
+{
+	char prefix[NAME_MAX + 1];
+	unsigned long tag = host_tag();
+	size_t plen;
+	struct dirent *e;
+	DIR *d;
+
+	if (temp_prefix(prefix, sizeof(prefix)) < 0 ||
+	    (d = fdopendir(dup(out.dir_fd))) == NULL)
+		return;
+	plen = strlen(prefix);
+	while ((e = readdir(d)) != NULL) {
+		unsigned long pid, host;
+		char rest[16];
+
+		if (strncmp(e->d_name, prefix, plen) != 0 ||
+		    sscanf(e->d_name + plen, "%lu-%8lx.%15s", &pid, &host,
+			   rest) != 3 || strlen(rest) != 6 || host != tag ||
+		    pid == 0 || pid > (unsigned long)INT_MAX ||
+		    pid == (unsigned long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(out.dir_fd, e->d_name, 0) == 0)
+			prog_warn("removed '%s/%s', left by h5pack process %lu, "
+				  "which was killed before it could",
+				  out.dir, e->d_name, pid);
+	}
+	closedir(d);
+}
+
 static int open_temp(void)
 {
 	mode_t mask = umask(0);
+	char prefix[NAME_MAX + 1];
 	sigset_t old;
 	int fd;
 
 	umask(mask);
-	if (snprintf(out.h5path, sizeof(out.h5path), "%s/.%s.XXXXXX",
-		     out.dir, out.base) >= (int)sizeof(out.h5path)) {
+	if (temp_prefix(prefix, sizeof(prefix)) < 0 ||
+	    snprintf(out.h5path, sizeof(out.h5path), "%s/%s%ld-%08lx.XXXXXX",
+		     out.dir, prefix, (long)getpid(), host_tag()) >=
+		    (int)sizeof(out.h5path)) {
 		prog_err("output name too long: '%s'", out.target);
 		return -1;
 	}
@@ -178,6 +244,7 @@ int outfile_open(const char *target, int no_clobber)
 		return -1;
 	}
 	install_handlers();
+	remove_stale_temps();
 	if (open_temp() == 0)
 		return 0;
 	close(out.dir_fd);

@@ -6,11 +6,14 @@
  * file at the target's path is always a whole dataset: a failed or killed
  * run leaves no target, or the previous one intact.
  *
- * The temporary file is a hidden mkstemp() file .TARGET.XXXXXX, removed
- * on any failure and by SIGINT, SIGTERM, SIGHUP and SIGQUIT (the handler
- * removes it and re-raises the signal). Only SIGKILL or a crash can leave
- * it behind (HDF5 opens files by name, so an unnamed O_TMPFILE file is not
- * an option); it is never mistaken for a dataset.
+ * The temporary file is a hidden mkstemp() file
+ * .TARGET.h5pack-PID-HOST.XXXXXX (HOST: a hash of the machine's name),
+ * removed on any failure and by SIGINT, SIGTERM, SIGHUP and SIGQUIT (the
+ * handler removes it and re-raises the signal). Only SIGKILL or a crash
+ * can leave it behind (HDF5 opens files by name, so an unnamed O_TMPFILE
+ * file is not an option); it is never mistaken for a dataset, and the
+ * next run for the same target on the same machine removes it once its
+ * process is gone.
  *
  * There is one output per process (signal handlers need it at a known
  * place), so the functions act on a single hidden state. They print their
