@@ -43,6 +43,20 @@ test_expect_success 'f32, not resampled: the reference within float32' '
 	test $(wc -l <check.out) = 17
 '
 
+# Files up to 4 MiB are read whole and decoded from memory; larger ones
+# are read as decoding goes: both ways must give the reference.
+test_expect_success 'a file over 4 MiB (read as it decodes) and a small one' '
+	mkdir BIG &&
+	$MK tone BIG/long.wav --frames 1200000 --channels 2 --seed 21 &&
+	$MK tone BIG/long.flac --frames 1200000 --channels 2 --seed 22 &&
+	$MK tone BIG/short.wav --frames 1000 --seed 23 &&
+	test $(wc -c <BIG/long.wav) -gt 4194304 &&
+	wavcat BIG >big.rec 2>err &&
+	test_grep "done 3 clips, skipped 0" err &&
+	$CHECK big.rec BIG >check.out &&
+	test $(wc -l <check.out) = 3
+'
+
 test_expect_success '16-bit PCM copied bit for bit (s16 and f32)' '
 	wavcat -q F/pcm16.wav >one.rec &&
 	wavcat -q --dtype f32 F/pcm16.wav >one32.rec &&

@@ -34,6 +34,10 @@
  * so 1e6 (120 dB above it) is no audio, and it keeps every float the
  * resampler and the f32 output compute far from overflow. */
 #define SAMPLE_LIMIT 1e6
+/* Files up to this size are read whole, in one pread(2), and decoded from
+ * memory: libsndfile otherwise reads a clip of a second in 15-20 small
+ * reads, a system call each. Larger files are read as decoding goes. */
+#define WHOLE_MAX (4u << 20)
 
 struct decoder {
 	struct decode_cfg cfg;
@@ -44,6 +48,8 @@ struct decoder {
 	double *mono;            /* mixed down, CHUNK */
 	float *fbuf;             /* the same in float for soxr, CHUNK */
 	float *rbuf;             /* resampled, RCHUNK */
+	unsigned char *file;     /* the whole file, when small (WHOLE_MAX) */
+	size_t file_cap;
 	double t_read, t_resample;
 };
 
@@ -68,9 +74,30 @@ static pthread_rwlock_t open_lock = PTHREAD_RWLOCK_INITIALIZER;
  * pread() also leaves no shared file offset to keep right. */
 struct vio {
 	int fd;
+	const unsigned char *mem; /* the whole file, or NULL: read fd */
 	sf_count_t pos, len;
 	int err;                 /* errno of a failed read, 0 if none */
 };
+
+/* pread(2) on the file, or a copy from memory when it was read whole:
+ * bytes read (0 past the end), or -1 with errno set. */
+static ssize_t vio_pread(const struct vio *v, void *buf, size_t n, off_t off)
+{
+	ssize_t got;
+
+	if (v->mem) {
+		if (off < 0 || off >= v->len)
+			return 0;
+		if ((sf_count_t)n > v->len - off)
+			n = (size_t)(v->len - off);
+		memcpy(buf, v->mem + off, n);
+		return (ssize_t)n;
+	}
+	do
+		got = pread(v->fd, buf, n, off);
+	while (got < 0 && errno == EINTR);
+	return got;
+}
 
 static void set_reason(struct decoded *out, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -116,6 +143,7 @@ void decoder_free(struct decoder *d)
 	free(d->mono);
 	free(d->fbuf);
 	free(d->rbuf);
+	free(d->file);
 	free(d);
 }
 
@@ -296,21 +324,21 @@ static uint16_t le16(const unsigned char *p)
 
 /* Checks a fmt chunk's channels and rate (libsndfile accepts some
  * impossible ones). Returns 0 or -1 with the reason set. */
-static int wav_check_fmt(int fd, off_t off, uint32_t size,
+static int wav_check_fmt(const struct vio *v, off_t off, uint32_t size,
 			 struct decoded *out, unsigned *tag, unsigned *align)
 {
 	unsigned char f[26];
 	unsigned ch;
 	uint32_t rate;
 
-	if (size < 16 || pread(fd, f, 16, off) != 16)
+	if (size < 16 || vio_pread(v, f, 16, off) != 16)
 		return 0;
 	*tag = le16(f);
 	ch = le16(f + 2);
 	rate = le32(f + 4);
 	*align = le16(f + 12);
 	/* WAVE_FORMAT_EXTENSIBLE: the real tag opens the subformat GUID. */
-	if (*tag == 0xFFFE && size >= 26 && pread(fd, f, 26, off) == 26)
+	if (*tag == 0xFFFE && size >= 26 && vio_pread(v, f, 26, off) == 26)
 		*tag = le16(f + 24);
 	if (ch == 0) {
 		set_reason(out, "no channels (0)");
@@ -357,7 +385,7 @@ static int wav_check_data(uint32_t size, uint64_t avail, unsigned tag,
 
 /* Walks the chunks of a RIFF WAVE file. Other files pass. Returns 0 or
  * -1 with the reason set. */
-static int wav_check(int fd, uint64_t fsize, struct decoded *out)
+static int wav_check(const struct vio *v, struct decoded *out)
 {
 	unsigned char h[12];
 	unsigned tag = 0, align = 0;
@@ -365,15 +393,17 @@ static int wav_check(int fd, uint64_t fsize, struct decoded *out)
 	uint32_t size;
 	int i;
 
-	if (pread(fd, h, 12, 0) != 12 || memcmp(h, "RIFF", 4) != 0 ||
+	uint64_t fsize = (uint64_t)v->len;
+
+	if (vio_pread(v, h, 12, 0) != 12 || memcmp(h, "RIFF", 4) != 0 ||
 	    memcmp(h + 8, "WAVE", 4) != 0)
 		return 0;
 	for (i = 0; i < 100000 && off + 8 <= fsize; i++) {
-		if (pread(fd, h, 8, (off_t)off) != 8)
+		if (vio_pread(v, h, 8, (off_t)off) != 8)
 			return 0;
 		size = le32(h + 4);
 		if (memcmp(h, "fmt ", 4) == 0 &&
-		    wav_check_fmt(fd, (off_t)off + 8, size, out, &tag, &align))
+		    wav_check_fmt(v, (off_t)off + 8, size, out, &tag, &align))
 			return -1;
 		if (memcmp(h, "data", 4) == 0)
 			return wav_check_data(size, fsize - off - 8, tag, align,
@@ -426,10 +456,8 @@ static sf_count_t vio_read(void *ptr, sf_count_t count, void *user)
 	ssize_t n;
 
 	while (done < count) {
-		n = pread(v->fd, (char *)ptr + done, (size_t)(count - done),
-			  (off_t)(v->pos + done));
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = vio_pread(v, (char *)ptr + done, (size_t)(count - done),
+			      (off_t)(v->pos + done));
 		if (n < 0)
 			v->err = errno;
 		if (n <= 0)
@@ -820,6 +848,42 @@ out:
 	}
 }
 
+/* A small file is read whole into d->file (v->mem then points at it, and
+ * v->len is what was read: a file that shrank meanwhile is shorter). A
+ * large one, or one that does not fit in memory, is read as decoding goes.
+ * -1 with the reason set on a read error. */
+static int read_whole(struct decoder *d, struct vio *v, struct decoded *out)
+{
+	size_t size = (size_t)v->len, got = 0;
+	ssize_t n;
+
+	if (v->len > (sf_count_t)WHOLE_MAX) {
+		posix_fadvise(v->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		return 0;
+	}
+	if (d->file_cap < size) {
+		unsigned char *p = realloc(d->file, size);
+
+		if (p == NULL)
+			return 0; /* read as decoding goes, then */
+		d->file = p;
+		d->file_cap = size;
+	}
+	while (got < size) {
+		n = vio_pread(v, d->file + got, size - got, (off_t)got);
+		if (n < 0) {
+			set_reason(out, "read error: %s", strerror(errno));
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	v->mem = d->file;
+	v->len = (sf_count_t)got;
+	return 0;
+}
+
 void decoder_run(struct decoder *d, const char *path, struct decoded *out)
 {
 	struct vio v = { 0 };
@@ -836,11 +900,12 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out)
 	fd = open_regular(path, &st, out);
 	if (fd < 0)
 		goto done;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if (wav_check(fd, (uint64_t)st.st_size, out))
-		goto close_fd;
 	v.fd = fd;
 	v.len = st.st_size;
+	if (read_whole(d, &v, out))
+		goto close_fd;
+	if (wav_check(&v, out))
+		goto close_fd;
 	sf = open_sf(&v, &info, out);
 	if (sf == NULL)
 		goto close_fd;
@@ -872,7 +937,7 @@ static int claimed_rate(const char *path, uint32_t *rate)
 		return -1;
 	v.fd = fd;
 	v.len = st.st_size;
-	if (wav_check(fd, (uint64_t)st.st_size, &out) == 0 &&
+	if (wav_check(&v, &out) == 0 &&
 	    (sf = open_sf(&v, &info, &out)) != NULL) {
 		if (check_info(&info, &out) == 0) {
 			*rate = (uint32_t)info.samplerate;
