@@ -19,11 +19,14 @@ $(HELPER_BIN): $(HELPER_DIR)/%: $(HELPER_DIR)/%.o $(HELPER_TAP) \
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_zstd) -lm
 
+# The fuzz targets' plain mains share their mutations (mutate.c).
+$(HELPER_DIR)/fuzz-rec: $(HELPER_DIR)/mutate.o
+
 # fuzz-decode drives wavcat's decoder: linked with its decode.c (and
 # inputs.c, for quote_name_buf) and wavcat's libraries.
 FUZZ_DECODE_WAVCAT := tools/wavcat/decode.c tools/wavcat/inputs.c
 
-$(HELPER_DIR)/fuzz-decode: $(HELPER_DIR)/fuzz-decode.o \
+$(HELPER_DIR)/fuzz-decode: $(HELPER_DIR)/fuzz-decode.o $(HELPER_DIR)/mutate.o \
 		$(FUZZ_DECODE_WAVCAT:%.c=$(BUILD)/%.o) $(COMMON_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"

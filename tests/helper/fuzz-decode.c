@@ -50,6 +50,7 @@
 
 #include "../../lib/rec.h"
 #include "../../tools/wavcat/wavcat.h"
+#include "mutate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 const char *__lsan_default_suppressions(void);
@@ -474,91 +475,16 @@ static void save_failed(void)
 		cur_size);
 }
 
-static uint64_t rng_state = 0x853c49e6748fea9bull;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-/* Where a change goes: half the time within the first 160 bytes, where
- * the headers (and their length and rate fields) are. */
-static size_t pick(size_t len)
-{
-	if (len == 0)
-		return 0;
-	if (rng() % 2)
-		return rng() % (len < 160 ? len : 160);
-	return rng() % len;
-}
-
-/* One random change of buf (len bytes, room for len + 64). */
-static size_t mutate(unsigned char *buf, size_t len, const unsigned char *other,
-		     size_t olen)
-{
-	size_t at = pick(len), n;
-
-	switch (rng() % 7) {
-	case 0: /* flip a bit */
-		if (len)
-			buf[at] ^= (unsigned char)(1u << (rng() % 8));
-		return len;
-	case 1: /* set a byte to an interesting value */
-		if (len)
-			buf[at] = (unsigned char[]){ 0, 0xff, 0x7f, 0x80, 1,
-						     2, 6 }[rng() % 7];
-		return len;
-	case 2: /* insert bytes */
-		n = 1 + rng() % 16;
-		memmove(buf + at + n, buf + at, len - at);
-		for (size_t i = 0; i < n; i++)
-			buf[at + i] = (unsigned char)rng();
-		return len + n;
-	case 3: /* delete bytes */
-		n = len - at < 16 ? len - at : 1 + rng() % 16;
-		memmove(buf + at, buf + at + n, len - at - n);
-		return len - n;
-	case 4: /* cut */
-		return at;
-	case 5: /* a 16- or 32-bit field (a rate, a count, a size) set to
-		   an interesting value */
-		if (len >= 4 && at <= len - 4)
-			memcpy(buf + at, (uint32_t[]){ 0xffffffffu, 0,
-						       0x7fffffffu, 1,
-						       768001u, 0x10000u }
-			       + rng() % 6, rng() % 2 ? 4 : 2);
-		return len;
-	default: /* splice: the tail of another input */
-		n = olen ? rng() % olen : 0;
-		n = olen - n < 64 ? olen - n : 64;
-		memcpy(buf + at, other + olen - n, n);
-		return at + n;
-	}
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf;
-	long size;
-
-	if (f == NULL || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0) {
-		perror(path);
-		exit(1);
-	}
-	rewind(f);
-	buf = malloc((size_t)size + 1);
-	if (buf == NULL || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		perror(path);
-		exit(1);
-	}
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
+/* Audio files: header fields (rates, counts, sizes) matter most, and
+ * they sit in the first bytes. */
+static const unsigned char dec_bytes[] = { 0, 0xff, 0x7f, 0x80, 1, 2, 6 };
+static const uint32_t dec_words[] = { 0xffffffffu, 0, 0x7fffffffu, 1,
+				      768001u, 0x10000u };
+static const struct mut_profile profile = {
+	.bytes = dec_bytes, .n_bytes = sizeof(dec_bytes),
+	.words = dec_words, .n_words = sizeof(dec_words) / 4,
+	.short_words = 1, .head = 160,
+};
 
 /* With -v: the outcome of every configuration for one file. */
 static void show(const char *name)
@@ -610,8 +536,8 @@ int main(int argc, char **argv)
 	capture_stdout();
 	for (int i = first; i < argc; i++) {
 		size_t len, olen, cur;
-		unsigned char *seed = slurp(argv[i], &len);
-		unsigned char *other = slurp(argv[first + (i + 1 - first) %
+		unsigned char *seed = mut_slurp(argv[i], &len);
+		unsigned char *other = mut_slurp(argv[first + (i + 1 - first) %
 						  (argc - first)], &olen);
 		unsigned char *buf = malloc(len + 64 * 8 + 1);
 
@@ -621,12 +547,13 @@ int main(int argc, char **argv)
 		if (verbose)
 			show(argv[i]);
 		for (long k = 0; k < iters; k++) {
-			int changes = 1 + (int)(rng() % 4);
+			int changes = 1 + (int)(mut_rng() % 4);
 
 			memcpy(buf, seed, len);
 			cur = len;
 			for (int c = 0; c < changes; c++)
-				cur = mutate(buf, cur, other, olen);
+				cur = mut_apply(&profile, buf, cur, other,
+						olen);
 			cur_mutation = k;
 			LLVMFuzzerTestOneInput(buf, cur);
 		}

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../lib/rec.h"
+#include "mutate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -130,79 +131,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 #ifndef MELPIPE_LIBFUZZER
 
-static uint64_t rng_state = 0x853c49e6748fea9bull;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-/* One random change of buf (len bytes, room for len + 64). */
-static size_t mutate(unsigned char *buf, size_t len, const unsigned char *other,
-		     size_t olen)
-{
-	size_t at = len ? rng() % len : 0, n;
-
-	switch (rng() % 7) {
-	case 0: /* flip a bit */
-		if (len)
-			buf[at] ^= (unsigned char)(1u << (rng() % 8));
-		return len;
-	case 1: /* set a byte to an interesting value */
-		if (len)
-			buf[at] = (unsigned char[]){ 0, 0xff, 0x7f, 0x80, 1,
-						     'M' }[rng() % 6];
-		return len;
-	case 2: /* insert bytes */
-		n = 1 + rng() % 16;
-		memmove(buf + at + n, buf + at, len - at);
-		for (size_t i = 0; i < n; i++)
-			buf[at + i] = (unsigned char)rng();
-		return len + n;
-	case 3: /* delete bytes */
-		n = len - at < 16 ? len - at : 1 + rng() % 16;
-		memmove(buf + at, buf + at + n, len - at - n);
-		return len - n;
-	case 4: /* cut */
-		return at;
-	case 5: /* a 32-bit field set to a large value */
-		if (len >= 4 && at <= len - 4)
-			memcpy(buf + at, (uint32_t[]){ 0xffffffffu,
-						       0x10000000u, 0x100001u,
-						       0x7fffffffu }
-			       + rng() % 4, 4);
-		return len;
-	default: /* splice: the tail of another input */
-		n = olen ? rng() % olen : 0;
-		n = olen - n < 64 ? olen - n : 64;
-		memcpy(buf + at, other + olen - n, n);
-		return at + n;
-	}
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf;
-	long size;
-
-	if (f == NULL || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0) {
-		perror(path);
-		exit(1);
-	}
-	rewind(f);
-	buf = malloc((size_t)size + 1);
-	if (buf == NULL || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		perror(path);
-		exit(1);
-	}
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
+/* Record streams: lengths and magic bytes are what matter. */
+static const unsigned char rec_bytes[] = { 0, 0xff, 0x7f, 0x80, 1, 'M' };
+static const uint32_t rec_words[] = { 0xffffffffu, 0x10000000u, 0x100001u,
+				      0x7fffffffu };
+static const struct mut_profile profile = {
+	.bytes = rec_bytes, .n_bytes = sizeof(rec_bytes),
+	.words = rec_words, .n_words = sizeof(rec_words) / 4,
+};
 
 int main(int argc, char **argv)
 {
@@ -219,19 +155,20 @@ int main(int argc, char **argv)
 	}
 	for (int i = first; i < argc; i++) {
 		size_t len, olen, cur;
-		unsigned char *seed = slurp(argv[i], &len);
-		unsigned char *other = slurp(argv[first + (i + 1 - first) %
+		unsigned char *seed = mut_slurp(argv[i], &len);
+		unsigned char *other = mut_slurp(argv[first + (i + 1 - first) %
 						  (argc - first)], &olen);
 		unsigned char *buf = malloc(len + 64 * 8 + 1);
 
 		LLVMFuzzerTestOneInput(seed, len);
 		for (long k = 0; k < iters; k++) {
-			int changes = 1 + (int)(rng() % 4);
+			int changes = 1 + (int)(mut_rng() % 4);
 
 			memcpy(buf, seed, len);
 			cur = len;
 			for (int c = 0; c < changes; c++)
-				cur = mutate(buf, cur, other, olen);
+				cur = mut_apply(&profile, buf, cur, other,
+						olen);
 			LLVMFuzzerTestOneInput(buf, cur);
 		}
 		free(buf);
