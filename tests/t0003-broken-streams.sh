@@ -175,6 +175,11 @@ test_expect_success 'mangled golden streams: no crash, valid ones survive a copy
 	test_grep "no fault" out
 '
 
+test_expect_success 'the fuzzer'"'"'s kept corpus, mangled: the same' '
+	fuzz-rec -m 30 "$TEST_DIRECTORY"/fuzz/rec/* >out &&
+	test_grep "65 inputs, 30 mutations each: no fault" out
+'
+
 test_expect_success 'a writer whose reader went away exits 1 with a message' '
 	{ rec-gen -n 100000 -l 1000 2>err; echo $? >rc; } | head -c 1000 >/dev/null &&
 	test "$(cat rc)" = 1 &&
