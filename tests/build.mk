@@ -19,6 +19,17 @@ $(HELPER_BIN): $(HELPER_DIR)/%: $(HELPER_DIR)/%.o $(HELPER_TAP) \
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_zstd) -lm
 
+# fault-io.so: an LD_PRELOAD library that fails pwrite/fsync with EIO
+# (t4005); plain build only: a sanitizer runtime must be loaded first.
+ifeq ($(SAN),0)
+test-helpers: $(HELPER_DIR)/fault-io.so
+endif
+
+$(HELPER_DIR)/fault-io.so: tests/helper/fault-io.c
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $< -ldl
+
 # The fuzz targets' plain mains share their mutations (mutate.c).
 $(HELPER_DIR)/fuzz-rec: $(HELPER_DIR)/mutate.o
 

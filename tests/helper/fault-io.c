@@ -1,0 +1,67 @@
+/*
+ * fault-io.c - an LD_PRELOAD library that makes file writes fail with EIO,
+ * so that tests can show what a program does when the disk reports an
+ * I/O error (a dying disk, a yanked USB stick, a full quota on NFS):
+ *
+ *   MELPIPE_FAULT_PWRITE_AFTER=N  pwrite(2) calls after the N-th fail
+ *   MELPIPE_FAULT_FSYNC=1         fsync(2) fails
+ *
+ * Only pwrite (what HDF5's sec2 driver writes with) and fsync are
+ * wrapped; everything else goes straight to the C library. A test helper,
+ * never installed; not for sanitizer builds (their runtime must load
+ * first).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static long limit(const char *name)
+{
+	const char *e = getenv(name);
+
+	return e && *e ? atol(e) : LONG_MAX;
+}
+
+static ssize_t fault_pwrite(const char *sym, int fd, const void *buf,
+			    size_t n, off_t off)
+{
+	static long after = -2, count;
+	ssize_t (*real)(int, const void *, size_t, off_t);
+
+	if (after == -2)
+		after = limit("MELPIPE_FAULT_PWRITE_AFTER");
+	if (++count > after) {
+		errno = EIO;
+		return -1;
+	}
+	*(void **)&real = dlsym(RTLD_NEXT, sym);
+	return real(fd, buf, n, off);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return fault_pwrite("pwrite", fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	return fault_pwrite("pwrite64", fd, buf, n, off);
+}
+
+int fsync(int fd)
+{
+	int (*real)(int);
+
+	if (limit("MELPIPE_FAULT_FSYNC") == 1) {
+		errno = EIO;
+		return -1;
+	}
+	*(void **)&real = dlsym(RTLD_NEXT, "fsync");
+	return real(fd);
+}
