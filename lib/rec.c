@@ -644,6 +644,18 @@ static const char *order_check(int have_prev, uint64_t pclip, uint32_t pseg,
 /* ------------------------------------------------------------------ */
 /* Reader */
 
+/* A record's CRC as the reading thread computed it: the record at stream
+ * offset off, total bytes long (header included). */
+struct ra_crc {
+	uint64_t off;
+	uint32_t total, crc;
+};
+
+struct ra_crcs {
+	struct ra_crc *v;
+	size_t n, cap, head;  /* entries [head, n) */
+};
+
 struct rec_reader {
 	int fd;
 	const char *name;     /* name_buf, or a constant when out of memory */
@@ -659,6 +671,7 @@ struct rec_reader {
 	size_t own_cap;
 	struct readahead *ra; /* NULL: read(2) in rd_fill */
 	int ra_cur;           /* the slot buf is in, -1: own */
+	struct ra_crcs crcs;  /* CRCs from the reading thread, in order */
 	double t_wait;        /* rec_reader_wait() */
 
 	uint64_t nrec;        /* records consumed, header included */
@@ -748,6 +761,7 @@ struct ra_slot {
 	int state;
 	int err;              /* errno of a failed read: the last slot */
 	int eof;              /* end of input: the last slot */
+	struct ra_crcs crcs;  /* records that end in this slot's bytes */
 };
 
 struct readahead {
@@ -760,6 +774,20 @@ struct readahead {
 	int wake;             /* eventfd that interrupts the poll */
 	int fd, regular;      /* a regular file's read(2) never waits long */
 	int started;
+	/* Framing done by the reading thread, which checksums each record
+	 * while its bytes are still in this core's cache; the consumer then
+	 * compares (rd_check_crc). It follows lengths only while headers
+	 * look sound (magic, caps): after anything odd it stops, and the
+	 * consumer computes the CRCs itself, reaching the same verdicts. */
+	uint64_t max_data;
+	uint64_t rec_off;     /* stream offset of the record being framed */
+	unsigned char hdr[REC_HDR_SIZE];
+	size_t hdr_have;
+	uint64_t left;        /* its bytes after the header still to come */
+	uint32_t total, crc;
+	int crc_ok;           /* crc covers the record so far */
+	int lost;             /* framing given up */
+	int waiting;          /* the consumer waits for a slot (under mu) */
 };
 
 /* Waits until fd can be read or the reader is closed; 0 to read, -1 to
@@ -783,6 +811,88 @@ static int ra_wait_input(struct readahead *ra)
 	}
 }
 
+static int crcs_push(struct ra_crcs *c, uint64_t off, uint32_t total,
+		     uint32_t crc)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 256;
+		struct ra_crc *v;
+
+		if (c->head > 0) {
+			memmove(c->v, c->v + c->head,
+				(c->n - c->head) * sizeof(*c->v));
+			c->n -= c->head;
+			c->head = 0;
+		}
+		if (c->n == c->cap) {
+			v = realloc(c->v, cap * sizeof(*v));
+			if (v == NULL)
+				return -1;
+			c->v = v;
+			c->cap = cap;
+		}
+	}
+	c->v[c->n++] = (struct ra_crc){ .off = off, .total = total,
+					.crc = crc };
+	return 0;
+}
+
+/* Frames the n bytes just read (at p) and, with sum, checksums the
+ * records that end in them into s->crcs. Without sum the records are only
+ * followed (the consumer waits: the checksums are better computed there,
+ * in parallel, than here, in its way). */
+static void ra_frame(struct readahead *ra, struct ra_slot *s,
+		     const unsigned char *p, size_t n, int sum)
+{
+	while (n > 0 && !ra->lost) {
+		size_t k;
+
+		if (ra->hdr_have < REC_HDR_SIZE) {
+			unsigned char z[REC_HDR_SIZE];
+			uint32_t meta, data;
+
+			k = REC_HDR_SIZE - ra->hdr_have;
+			k = k < n ? k : n;
+			memcpy(ra->hdr + ra->hdr_have, p, k);
+			ra->hdr_have += k;
+			p += k;
+			n -= k;
+			if (ra->hdr_have < REC_HDR_SIZE)
+				break;
+			meta = get32(ra->hdr + 8);
+			data = get32(ra->hdr + 12);
+			if (memcmp(ra->hdr, REC_MAGIC, 4) != 0 ||
+			    meta > REC_MAX_META || data > ra->max_data) {
+				ra->lost = 1;
+				break;
+			}
+			ra->left = (uint64_t)meta + data;
+			ra->total = REC_HDR_SIZE + meta + data;
+			ra->crc_ok = sum;
+			if (sum) {
+				memcpy(z, ra->hdr, REC_HDR_SIZE);
+				memset(z + 20, 0, 4);
+				ra->crc = crc32c(0, z, REC_HDR_SIZE);
+			}
+		}
+		k = ra->left < n ? (size_t)ra->left : n;
+		if (ra->crc_ok && sum)
+			ra->crc = crc32c(ra->crc, p, k);
+		else
+			ra->crc_ok = 0;
+		p += k;
+		n -= k;
+		ra->left -= k;
+		if (ra->left == 0) {
+			if (ra->crc_ok && crcs_push(&s->crcs, ra->rec_off,
+						    ra->total, ra->crc) < 0)
+				ra->lost = 1;
+			ra->rec_off += ra->total;
+			ra->hdr_have = 0;
+		}
+	}
+}
+
 static void *ra_main(void *arg)
 {
 	struct readahead *ra = arg;
@@ -801,6 +911,21 @@ static void *ra_main(void *arg)
 		if (stop || ra_wait_input(ra) < 0)
 			return NULL;
 		got = xio_read_some(ra->fd, s->mem + RA_HEAD, RA_CHUNK);
+		s->crcs.n = s->crcs.head = 0;
+		if (got > 0) {
+			int sum;
+
+			/* Sum here only while the consumer has a full slot
+			 * still to take: then it is the slower side and this
+			 * thread's time is free; else it would wait for us. */
+			pthread_mutex_lock(&ra->mu);
+			sum = 0;
+			for (int j = 0; j < RA_SLOTS; j++)
+				sum |= ra->slot[j].state == RA_FULL;
+			sum = sum && !ra->waiting;
+			pthread_mutex_unlock(&ra->mu);
+			ra_frame(ra, s, s->mem + RA_HEAD, (size_t)got, sum);
+		}
 		pthread_mutex_lock(&ra->mu);
 		s->len = got > 0 ? (size_t)got : 0;
 		s->err = got < 0 ? (int)-got : 0;
@@ -834,13 +959,15 @@ static void ra_free(struct readahead *ra)
 		close(ra->wake);
 	pthread_cond_destroy(&ra->cond);
 	pthread_mutex_destroy(&ra->mu);
-	for (int i = 0; i < RA_SLOTS; i++)
+	for (int i = 0; i < RA_SLOTS; i++) {
 		free(ra->slot[i].mem);
+		free(ra->slot[i].crcs.v);
+	}
 	free(ra);
 }
 
 /* Starts the read-ahead thread on fd; NULL with errno set on failure. */
-static struct readahead *ra_new(int fd)
+static struct readahead *ra_new(int fd, uint64_t max_data)
 {
 	struct readahead *ra = calloc(1, sizeof(*ra));
 	struct stat st;
@@ -849,6 +976,7 @@ static struct readahead *ra_new(int fd)
 	if (ra == NULL)
 		return NULL;
 	ra->fd = fd;
+	ra->max_data = max_data;
 	ra->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	ra->wake = eventfd(0, EFD_CLOEXEC);
 	pthread_mutex_init(&ra->mu, NULL);
@@ -881,8 +1009,10 @@ static struct ra_slot *ra_take(struct readahead *ra, int *idx,
 	if (s->state != RA_FULL) {
 		double t0 = mono_now();
 
+		ra->waiting = 1;
 		while (s->state != RA_FULL)
 			pthread_cond_wait(&ra->cond, &ra->mu);
+		ra->waiting = 0;
 		*waited += mono_now() - t0;
 	}
 	s->state = RA_INUSE;
@@ -938,6 +1068,11 @@ static int rd_fill_ra(rec_reader *r, size_t n)
 		size_t left = r->end - r->pos;
 		int idx, err;
 		struct ra_slot *s = ra_take(r->ra, &idx, &r->t_wait);
+
+		for (size_t i = s->crcs.head; i < s->crcs.n; i++)
+			if (crcs_push(&r->crcs, s->crcs.v[i].off,
+				      s->crcs.v[i].total, s->crcs.v[i].crc))
+				break; /* no memory: computed here instead */
 
 		if (s->err || s->eof) {
 			ra_release(r->ra, idx);
@@ -1084,17 +1219,37 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 	return REC_OK;
 }
 
+/* The CRC the reading thread computed for the record at r->off, when it
+ * framed the same record (same offset, same length): 1 and *crc set. */
+static int ra_crc(rec_reader *r, const struct rhdr *h, uint32_t *crc)
+{
+	struct ra_crcs *c = &r->crcs;
+	uint64_t total = REC_HDR_SIZE + (uint64_t)h->meta_len + h->data_len;
+
+	while (c->head < c->n && c->v[c->head].off < r->off)
+		c->head++;
+	if (c->head == c->n || c->v[c->head].off != r->off ||
+	    c->v[c->head].total != total)
+		return 0;
+	*crc = c->v[c->head++].crc;
+	if (c->head == c->n)
+		c->head = c->n = 0;
+	return 1;
+}
+
 static int rd_check_crc(rec_reader *r, const struct rhdr *h)
 {
 	const unsigned char *p = r->buf + r->pos;
 	unsigned char head[REC_HDR_SIZE];
 	uint32_t crc;
 
-	memcpy(head, p, REC_HDR_SIZE);
-	memset(head + 20, 0, 4);
-	crc = crc32c(0, head, REC_HDR_SIZE);
-	crc = crc32c(crc, p + REC_HDR_SIZE,
-		     (size_t)h->meta_len + h->data_len);
+	if (!ra_crc(r, h, &crc)) {
+		memcpy(head, p, REC_HDR_SIZE);
+		memset(head + 20, 0, 4);
+		crc = crc32c(0, head, REC_HDR_SIZE);
+		crc = crc32c(crc, p + REC_HDR_SIZE,
+			     (size_t)h->meta_len + h->data_len);
+	}
 	if (crc != h->crc)
 		return rd_fail(r, REC_E_CRC, "checksum mismatch (stored "
 			       "0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
@@ -1433,7 +1588,8 @@ int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
 	if (r->name_buf == NULL || r->buf == NULL || r->key == NULL)
 		return rd_fail(r, REC_E_NOMEM, "out of memory");
 	xio_grow_pipe(fd);
-	if (opts && opts->read_ahead && (r->ra = ra_new(fd)) == NULL)
+	if (opts && opts->read_ahead &&
+	    (r->ra = ra_new(fd, r->max_data)) == NULL)
 		return rd_fail(r, errno == ENOMEM ? REC_E_NOMEM : REC_E_IO,
 			       "cannot start reading ahead: %s",
 			       strerror(errno));
@@ -1485,6 +1641,7 @@ void rec_reader_close(rec_reader *r)
 	if (r == NULL)
 		return;
 	ra_free(r->ra);
+	free(r->crcs.v);
 	free(r->name_buf);
 	free(r->own);
 	free(r->key);
