@@ -177,7 +177,9 @@ test_expect_success 'mangled golden streams: no crash, valid ones survive a copy
 
 test_expect_success 'the fuzzer'"'"'s kept corpus, mangled: the same' '
 	fuzz-rec -m 30 "$TEST_DIRECTORY"/fuzz/rec/* >out &&
-	test_grep "65 inputs, 30 mutations each: no fault" out
+	n=$(ls "$TEST_DIRECTORY"/fuzz/rec | wc -l) &&
+	test $n -gt 50 &&
+	test_grep "$n inputs, 30 mutations each: no fault" out
 '
 
 test_expect_success 'a writer whose reader went away exits 1 with a message' '
