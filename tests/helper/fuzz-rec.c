@@ -154,21 +154,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = first; i < argc; i++) {
-		size_t len, olen, cur;
+		size_t len, olen;
 		unsigned char *seed = mut_slurp(argv[i], &len);
 		unsigned char *other = mut_slurp(argv[first + (i + 1 - first) %
 						  (argc - first)], &olen);
-		unsigned char *buf = malloc(len + 64 * 8 + 1);
+		unsigned char *buf = malloc(MUT_ROOM(len));
 
 		LLVMFuzzerTestOneInput(seed, len);
 		for (long k = 0; k < iters; k++) {
-			int changes = 1 + (int)(mut_rng() % 4);
+			size_t cur = mut_mutant(&profile, buf, seed, len,
+						other, olen);
 
-			memcpy(buf, seed, len);
-			cur = len;
-			for (int c = 0; c < changes; c++)
-				cur = mut_apply(&profile, buf, cur, other,
-						olen);
 			LLVMFuzzerTestOneInput(buf, cur);
 		}
 		free(buf);

@@ -67,6 +67,18 @@ size_t mut_apply(const struct mut_profile *p, unsigned char *buf, size_t len,
 	}
 }
 
+size_t mut_mutant(const struct mut_profile *p, unsigned char *buf,
+		  const unsigned char *seed, size_t len,
+		  const unsigned char *other, size_t olen)
+{
+	int changes = 1 + (int)(mut_rng() % MUT_MAX_CHANGES);
+
+	memcpy(buf, seed, len);
+	for (int c = 0; c < changes; c++)
+		len = mut_apply(p, buf, len, other, olen);
+	return len;
+}
+
 unsigned char *mut_slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

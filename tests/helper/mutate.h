@@ -29,6 +29,15 @@ uint64_t mut_rng(void);
 size_t mut_apply(const struct mut_profile *p, unsigned char *buf, size_t len,
 		 const unsigned char *other, size_t olen);
 
+/* A mutant of seed (len bytes) in buf: 1 to MUT_MAX_CHANGES changes by
+ * mut_apply(), other giving the spliced tails. buf must hold
+ * MUT_ROOM(len) bytes (no change adds more than 64). Returns its length. */
+#define MUT_MAX_CHANGES 4
+#define MUT_ROOM(len) ((len) + 64 * MUT_MAX_CHANGES + 1)
+size_t mut_mutant(const struct mut_profile *p, unsigned char *buf,
+		  const unsigned char *seed, size_t len,
+		  const unsigned char *other, size_t olen);
+
 /* The whole file at path (exits with a message when it cannot be read). */
 unsigned char *mut_slurp(const char *path, size_t *len);
 
