@@ -4,11 +4,7 @@ fails without a GPU, and the kernels arithmetic run on the CPU'
 . "$(dirname "$0")/test-lib.sh"
 
 SO=$MELPIPE_BIN/gpumel-cuda.so
-if ! test -f "$SO"; then
-	cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
-	say "1..0 # SKIP gpumel-cuda.so not built (no nvcc, CUDA=0 or SAN=1)"
-	exit 0
-fi
+need_cuda_so
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
 

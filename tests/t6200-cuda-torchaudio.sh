@@ -3,13 +3,7 @@ test_description='gpumel --device cuda against torchaudio MelSpectrogram on
 the GPU (needs a GPU, torch and torchaudio)'
 . "$(dirname "$0")/test-lib.sh"
 
-SO=$MELPIPE_BIN/gpumel-cuda.so
-skip_all() {
-	cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
-	say "1..0 # SKIP $1"
-	exit 0
-}
-test -f "$SO" || skip_all "gpumel-cuda.so not built (no nvcc, CUDA=0 or SAN=1)"
+need_cuda_so
 test_have_prereq GPU || skip_all "no GPU"
 "$PYTHON" -c "import torch, torchaudio; assert torch.cuda.is_available()" \
 	2>/dev/null || skip_all "no torch and torchaudio with CUDA in $PYTHON"

@@ -4,12 +4,7 @@ a clear error naming the allocation, no crash, no hang, and a pipeline
 that renames nothing (needs a GPU and python3 with torch on CUDA)'
 . "$(dirname "$0")/test-lib.sh"
 
-SO=$MELPIPE_BIN/gpumel-cuda.so
-if ! test -f "$SO"; then
-	cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
-	say "1..0 # SKIP gpumel-cuda.so not built (no nvcc, CUDA=0 or SAN=1)"
-	exit 0
-fi
+need_cuda_so
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 
 # torch on CUDA, in whichever python has it (the GPU machine's python3)

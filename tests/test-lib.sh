@@ -61,6 +61,19 @@ test_expect_success() {
 	fi
 }
 
+# skip_all REASON: the whole file is skipped (TAP "1..0 # SKIP").
+skip_all() {
+	cd "$TEST_DIRECTORY" && rm -rf "$TRASH_DIRECTORY"
+	say "1..0 # SKIP $1"
+	exit 0
+}
+
+# need_cuda_so: skip the file unless the CUDA backend was built.
+need_cuda_so() {
+	test -f "$MELPIPE_BIN/gpumel-cuda.so" ||
+		skip_all "gpumel-cuda.so not built (no nvcc, CUDA=0 or SAN=1)"
+}
+
 # test_have_prereq NAME: GPU (a usable CUDA GPU), NOSAN (not a sanitizer
 # build), VALGRIND.
 test_have_prereq() {

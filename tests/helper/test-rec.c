@@ -832,11 +832,10 @@ static void test_read_ahead(void)
 	g_ra = 0;
 }
 
-/* The writer's tests once more with writing behind, and a stream written
- * behind into a pipe that a reader reading ahead takes apart. */
-static void test_write_behind(void)
+/* Round trips through rec_write and rec_write_reserve, raw and zstd, with
+ * buffers smaller and larger than the records. */
+static void test_writes(void)
 {
-	g_wb = 1;
 	test_round_trip(0, 0);
 	test_round_trip(0, 4096);
 	test_round_trip(3, 0);
@@ -845,6 +844,13 @@ static void test_write_behind(void)
 	test_reserve(0, 4096);
 	test_reserve(0, 100000);
 	test_reserve(5, 0);
+}
+
+/* The writer's tests once more with writing behind. */
+static void test_write_behind(void)
+{
+	g_wb = 1;
+	test_writes();
 	test_epipe();
 	g_wb = 0;
 }
@@ -854,14 +860,7 @@ int main(void)
 	test_names();
 	test_header_api();
 	test_add_stage();
-	test_round_trip(0, 0);
-	test_round_trip(0, 4096);
-	test_round_trip(3, 0);
-	test_round_trip(1, 70000);
-	test_reserve(0, 0);
-	test_reserve(0, 4096);
-	test_reserve(0, 100000);
-	test_reserve(5, 0);
+	test_writes();
 	test_empty_stream();
 	test_writer_refusals();
 	test_corruption(0);
