@@ -219,27 +219,28 @@ static int set_compression(hid_t dcpl, const struct h5out_opts *o)
 
 /* An extendible dataset of rank dims, 0 rows so far; row_dims are the
  * dimensions after the first (0 = not known yet, then extendible too). */
-static hid_t row_dataset(h5out *h, hid_t loc, const char *name, hid_t type,
-			 int rank, const uint32_t *row_dims,
-			 hsize_t chunk_rows, size_t cache_bytes)
+/*
+ * A chunked dataset of rank dimensions, extendible along the first, with
+ * no time stamps, chunks of chunk, a chunk cache of cache_bytes and, with
+ * o, o's compression. Fill values are never written, except for strings:
+ * the library refuses variable-length data with fill time never.
+ */
+static hid_t chunked_dataset(hid_t loc, const char *name, hid_t type,
+			     int rank, const hsize_t *dims, const hsize_t *max,
+			     const hsize_t *chunk, size_t cache_bytes,
+			     const struct h5out_opts *o)
 {
-	hsize_t dims[3] = { 0 }, max[3] = { H5S_UNLIMITED }, chunk[3];
-	hid_t space = NO_ID, dcpl = NO_ID, dapl = NO_ID, d = NO_ID;
+	hid_t space = H5Screate_simple(rank, dims, max);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+	hid_t d = NO_ID;
 
-	chunk[0] = chunk_rows;
-	for (int i = 1; i < rank; i++) {
-		dims[i] = row_dims[i - 1];
-		max[i] = dims[i] ? dims[i] : H5S_UNLIMITED;
-		chunk[i] = dims[i] ? dims[i] : 1;
-	}
-	space = H5Screate_simple(rank, dims, max);
-	dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	dapl = H5Pcreate(H5P_DATASET_ACCESS);
 	if (space < 0 || dcpl < 0 || dapl < 0 ||
 	    H5Pset_chunk(dcpl, rank, chunk) < 0 ||
-	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0 ||
+	    (H5Tis_variable_str(type) <= 0 &&
+	     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) ||
 	    H5Pset_obj_track_times(dcpl, 0) < 0 ||
-	    set_compression(dcpl, &h->o) < 0 ||
+	    (o && set_compression(dcpl, o) < 0) ||
 	    H5Pset_chunk_cache(dapl, 17, cache_bytes, 1.0) < 0)
 		goto out;
 	d = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, dapl);
@@ -251,6 +252,22 @@ out:
 	if (dapl >= 0)
 		H5Pclose(dapl);
 	return d;
+}
+
+static hid_t row_dataset(h5out *h, hid_t loc, const char *name, hid_t type,
+			 int rank, const uint32_t *row_dims,
+			 hsize_t chunk_rows, size_t cache_bytes)
+{
+	hsize_t dims[3] = { 0 }, max[3] = { H5S_UNLIMITED }, chunk[3];
+
+	chunk[0] = chunk_rows;
+	for (int i = 1; i < rank; i++) {
+		dims[i] = row_dims[i - 1];
+		max[i] = dims[i] ? dims[i] : H5S_UNLIMITED;
+		chunk[i] = dims[i] ? dims[i] : 1;
+	}
+	return chunked_dataset(loc, name, type, rank, dims, max, chunk,
+			       cache_bytes, &h->o);
 }
 
 static int alloc_buffers(h5out *h, struct group *g)
@@ -650,28 +667,9 @@ static hid_t table_dataset(hid_t loc, const struct column *c,
 	/* a string is stored as a 16-byte reference to the global heap */
 	size_t esize = H5Tis_variable_str(c->type) > 0 ? 16 :
 		       H5Tget_size(c->type);
-	hid_t space = H5Screate_simple(1, dims, max);
-	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-	hid_t d = NO_ID;
 
-	/* (a string column needs a fill value: the library refuses
-	 * variable-length data with fill time never) */
-	if (space < 0 || dcpl < 0 || dapl < 0 ||
-	    H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
-	    H5Pset_obj_track_times(dcpl, 0) < 0 ||
-	    (esize != 16 && H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) ||
-	    H5Pset_chunk_cache(dapl, 17, (size_t)chunk * esize, 1.0) < 0)
-		goto out;
-	d = H5Dcreate2(loc, c->name, c->type, space, H5P_DEFAULT, dcpl, dapl);
-out:
-	if (space >= 0)
-		H5Sclose(space);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (dapl >= 0)
-		H5Pclose(dapl);
-	return d;
+	return chunked_dataset(loc, c->name, c->type, 1, dims, max, &chunk,
+			       (size_t)chunk * esize, NULL);
 }
 
 /* The group and datasets are made at the first write; when that is the
