@@ -172,6 +172,7 @@ static const char *type_name(int type)
 	case REC_T_FEATURES: return "features";
 	case REC_T_SKIPPED: return "skipped";
 	case REC_T_TRAILER: return "trailer";
+	case REC_T_WINDOWS: return "windows";
 	}
 	return "unknown";
 }
@@ -541,6 +542,14 @@ static void rhdr_get(const unsigned char *p, struct rhdr *h)
 	h->crc = get32(p + 20);
 }
 
+/* Bytes of a data record's metadata: the fixed part, the key, and for a
+ * windows record its window fields. */
+static size_t item_meta_size(const rec_item *it)
+{
+	return REC_ITEM_META_SIZE + it->key_len +
+	       (it->type == REC_T_WINDOWS ? REC_WINDOWS_META_SIZE : 0);
+}
+
 static void item_meta_put(unsigned char *p, const rec_item *it)
 {
 	put64(p, it->clip);
@@ -555,6 +564,13 @@ static void item_meta_put(unsigned char *p, const rec_item *it)
 	put32(p + 40, it->dim0);
 	put32(p + 44, it->dim1);
 	memcpy(p + 48, it->key, it->key_len);
+	if (it->type == REC_T_WINDOWS) {
+		p += 48 + it->key_len;
+		put32(p, it->win_len);
+		put32(p + 4, it->win_hop);
+		put32(p + 8, it->n_windows);
+		put32(p + 12, it->win_flags);
+	}
 }
 
 static void item_meta_get(const unsigned char *p, rec_item *it)
@@ -582,6 +598,80 @@ static uint64_t item_raw_size(const rec_item *it)
 	    __builtin_mul_overflow(n, (uint64_t)rec_dtype_size(it->dtype), &n))
 		return UINT64_MAX;
 	return n;
+}
+
+uint32_t rec_item_last_segment(const rec_item *it)
+{
+	if (it->type == REC_T_WINDOWS && it->n_windows > 0)
+		return it->segment + (it->n_windows - 1);
+	return it->segment;
+}
+
+/* Why a windows record's description does not fit its samples, or NULL.
+ * Every window starts inside the payload; without REC_WIN_PAD every
+ * window ends inside it too; segment indices do not wrap. */
+static const char *windows_check(const rec_item *it, char *buf, size_t size)
+{
+	uint64_t last_start, n = it->dim0;
+
+	if (it->win_len == 0 || it->win_hop == 0 || it->n_windows == 0) {
+		snprintf(buf, size, "windows record with window length %"
+			 PRIu32 ", hop %" PRIu32 " and %" PRIu32 " windows "
+			 "(none may be 0)", it->win_len, it->win_hop,
+			 it->n_windows);
+		return buf;
+	}
+	if (it->win_flags & ~REC_WIN_PAD) {
+		snprintf(buf, size, "unknown windows flags 0x%" PRIx32,
+			 it->win_flags);
+		return buf;
+	}
+	if (it->n_windows - 1 > UINT32_MAX - it->segment) {
+		snprintf(buf, size, "%" PRIu32 " windows from segment %"
+			 PRIu32 " run past segment index 2^32 - 1",
+			 it->n_windows, it->segment);
+		return buf;
+	}
+	last_start = (uint64_t)(it->n_windows - 1) * it->win_hop;
+	if (last_start >= n || (!(it->win_flags & REC_WIN_PAD) &&
+				last_start + it->win_len > n)) {
+		snprintf(buf, size, "%" PRIu32 " windows of %" PRIu32
+			 " every %" PRIu32 " do not fit %" PRIu64
+			 " samples%s", it->n_windows, it->win_len,
+			 it->win_hop, n, it->win_flags & REC_WIN_PAD ? ""
+			 : " (and the pad flag is clear)");
+		return buf;
+	}
+	return NULL;
+}
+
+int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad)
+{
+	size_t frame, have;
+	uint64_t start;
+
+	if (w == NULL || out == NULL || w->type != REC_T_WINDOWS ||
+	    i >= w->n_windows)
+		return REC_E_INVAL;
+	frame = rec_dtype_size(w->dtype) * w->dim1;
+	start = (uint64_t)i * w->win_hop;
+	if (start >= w->dim0 || (start + w->win_len > w->dim0 && pad == NULL))
+		return REC_E_INVAL;
+	*out = *w;
+	out->type = REC_T_AUDIO;
+	out->offset = w->offset + start;
+	out->segment = w->segment + i;
+	out->dim0 = w->win_len;
+	out->data_len = (size_t)w->win_len * frame;
+	out->win_len = out->win_hop = out->n_windows = out->win_flags = 0;
+	out->data = (const char *)w->data + start * frame;
+	if (start + w->win_len <= w->dim0)
+		return REC_OK;
+	have = (size_t)(w->dim0 - start) * frame;
+	memcpy(pad, out->data, have);
+	memset((char *)pad + have, 0, out->data_len - have);
+	out->data = pad;
+	return REC_OK;
 }
 
 /*
@@ -618,6 +708,8 @@ static const char *item_check(const rec_item *it, uint64_t data_len,
 			 it->dim0, it->dim1, rec_dtype_name(it->dtype));
 		return buf;
 	}
+	if (it->type == REC_T_WINDOWS)
+		return windows_check(it, buf, size);
 	return NULL;
 }
 
@@ -1177,7 +1269,8 @@ static int rd_bad_magic(rec_reader *r, size_t n)
 }
 
 /* Checks the fixed header of the record at buf + pos, in the order the
- * spec gives: magic, version, type, flags, lengths against the caps. */
+ * spec gives: magic, version, type (and the version it needs), flags,
+ * lengths against the caps. */
 static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 {
 	const unsigned char *p = r->buf + r->pos;
@@ -1190,9 +1283,13 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 			       REC_FORMAT_VERSION);
 	if (h->version == 0)
 		return rd_fail(r, REC_E_FORMAT, "invalid format version 0");
-	if (h->type < REC_T_HEADER || h->type > REC_T_TRAILER)
+	if (h->type < REC_T_HEADER || h->type > REC_T_WINDOWS)
 		return rd_fail(r, REC_E_FORMAT, "unknown record type %u",
 			       h->type);
+	if (h->type == REC_T_WINDOWS && h->version < 2)
+		return rd_fail(r, REC_E_FORMAT, "a windows record marked "
+			       "format version %u (windows records are "
+			       "version 2)", h->version);
 	if (h->flags & ~REC_F_ZSTD)
 		return rd_fail(r, REC_E_FORMAT, "unknown flags 0x%02x",
 			       h->flags);
@@ -1397,11 +1494,21 @@ static int rd_check_item(rec_reader *r, const unsigned char *meta,
 	memset(it, 0, sizeof(*it));
 	it->type = (int)h->type;
 	item_meta_get(meta, it);
-	if (h->meta_len != REC_ITEM_META_SIZE + it->key_len)
+	if (h->meta_len != item_meta_size(it))
 		return rd_fail(r, REC_E_FORMAT, "metadata length %" PRIu32
-			       " is not 48 + key length %zu", h->meta_len,
-			       it->key_len);
+			       " is not 48 + key length %zu%s", h->meta_len,
+			       it->key_len, it->type == REC_T_WINDOWS ?
+			       " + 16" : "");
 	it->key = (const char *)meta + REC_ITEM_META_SIZE;
+	if (it->type == REC_T_WINDOWS) {
+		const unsigned char *wf = meta + REC_ITEM_META_SIZE +
+					  it->key_len;
+
+		it->win_len = get32(wf);
+		it->win_hop = get32(wf + 4);
+		it->n_windows = get32(wf + 8);
+		it->win_flags = get32(wf + 12);
+	}
 	bad = item_check(it, h->raw_len, why, sizeof(why));
 	if (bad)
 		return rd_fail(r, REC_E_FORMAT, "%s", bad);
@@ -1515,7 +1622,7 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 		   : rd_align(it, (unsigned char *)data);
 	r->have_prev = 1;
 	r->prev_clip = it->clip;
-	r->prev_segment = it->segment;
+	r->prev_segment = rec_item_last_segment(it);
 	r->ndata++;
 	if (h->type == REC_T_SKIPPED)
 		r->nskipped++;
@@ -1671,7 +1778,9 @@ struct rec_writer {
 	int reserved;
 	unsigned char *res_ptr;
 	size_t res_len;
-	size_t key_hint;        /* last key length: where to put a payload */
+	size_t key_hint;        /* last metadata length past the fixed part
+				   (key, window fields): where to put a
+				   payload */
 
 	uint64_t nrec;          /* records written, header included */
 	uint64_t ndata, nitems, nskipped, bytes;
@@ -1895,7 +2004,7 @@ static void wr_seal(rec_writer *w, unsigned char *p, struct rhdr *h,
 	unsigned char le[4];
 	uint32_t crc;
 
-	h->version = REC_FORMAT_VERSION;
+	h->version = h->type == REC_T_WINDOWS ? 2 : 1;
 	h->reserved = 0;
 	h->crc = 0;
 	rhdr_put(p, h);
@@ -2026,7 +2135,7 @@ static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
 	if (it == NULL)
 		return wr_fail(w, REC_E_INVAL, "no record");
 	if (it->type != REC_T_AUDIO && it->type != REC_T_FEATURES &&
-	    it->type != REC_T_SKIPPED)
+	    it->type != REC_T_SKIPPED && it->type != REC_T_WINDOWS)
 		return wr_fail(w, REC_E_INVAL, "invalid record type %d",
 			       it->type);
 	if (it->key_len > MAX_KEY || (it->key_len && it->key == NULL))
@@ -2053,8 +2162,8 @@ static void wr_count(rec_writer *w, const rec_item *it)
 		w->nitems++;
 	w->have_prev = 1;
 	w->prev_clip = it->clip;
-	w->prev_segment = it->segment;
-	w->key_hint = it->key_len;
+	w->prev_segment = rec_item_last_segment(it);
+	w->key_hint = item_meta_size(it) - REC_ITEM_META_SIZE;
 }
 
 /* Appends a data record with its payload at data (uncompressed). */
@@ -2066,7 +2175,7 @@ static int wr_item(rec_writer *w, const rec_item *it, const void *data,
 	int err;
 
 	h.type = (unsigned)it->type;
-	h.meta_len = REC_ITEM_META_SIZE + (uint32_t)it->key_len;
+	h.meta_len = (uint32_t)item_meta_size(it);
 	h.raw_len = h.data_len = (uint32_t)data_len;
 	if (w->level > 0 && data_len > 0)
 		zlen = wr_compress(w, data, data_len);
@@ -2170,7 +2279,7 @@ int rec_write(rec_writer *w, const rec_item *it)
 int rec_write_reserve(rec_writer *w, size_t data_len, void **payload)
 {
 	size_t worst = REC_HDR_SIZE + REC_ITEM_META_SIZE + MAX_KEY +
-		       (PAYLOAD_ALIGN - 1) + data_len;
+		       REC_WINDOWS_META_SIZE + (PAYLOAD_ALIGN - 1) + data_len;
 	int err;
 
 	if (w == NULL || payload == NULL)
@@ -2228,11 +2337,11 @@ int rec_write_commit(rec_writer *w, const rec_item *it)
 	/* In the buffer: put the head before the payload, moving the
 	 * payload when the key length differs from the guess. */
 	p = w->buf + w->len;
-	dst = p + REC_HDR_SIZE + REC_ITEM_META_SIZE + it->key_len;
+	dst = p + REC_HDR_SIZE + item_meta_size(it);
 	if (dst != w->res_ptr)
 		memmove(dst, w->res_ptr, w->res_len);
 	h.type = (unsigned)it->type;
-	h.meta_len = REC_ITEM_META_SIZE + (uint32_t)it->key_len;
+	h.meta_len = (uint32_t)item_meta_size(it);
 	h.raw_len = h.data_len = (uint32_t)w->res_len;
 	item_meta_put(p + REC_HDR_SIZE, it);
 	wr_seal(w, p, &h, dst);

@@ -3,7 +3,7 @@
  *
  * The byte format is specified in formats/record.md; this header is the C
  * interface to it. A stream is a header record, any number of data records
- * (audio, features, skipped inputs) and a trailer record.
+ * (audio, windows of audio, features, skipped inputs) and a trailer record.
  *
  * The library never prints and never exits: every function that can fail
  * returns a rec_err (0 on success, negative on failure); rec_strerror()
@@ -19,10 +19,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REC_FORMAT_VERSION 1u
+/* The newest format version this library reads. A record's version byte
+ * is the lowest version that defines it: 2 for windows records, 1 for all
+ * others, so a stream without windows records stays readable by version 1
+ * readers. */
+#define REC_FORMAT_VERSION 2u
 #define REC_MAGIC "MELP"          /* the first four bytes of every record */
 #define REC_HDR_SIZE 24u          /* fixed record header */
 #define REC_ITEM_META_SIZE 48u    /* fixed part of an item's metadata */
+#define REC_WINDOWS_META_SIZE 16u /* a windows record's fields after its key */
 #define REC_MAX_META (1u << 20)   /* metadata cap: 1 MiB */
 #define REC_DEFAULT_MAX_DATA (1u << 28) /* default payload cap: 256 MiB */
 
@@ -32,8 +37,14 @@ enum rec_type {
 	REC_T_AUDIO = 2,    /* samples: dim0 = n_samples, dim1 = channels (1) */
 	REC_T_FEATURES = 3, /* matrix: dim0 = n_mels, dim1 = n_frames, row-major */
 	REC_T_SKIPPED = 4,  /* an input that could not be used; data = reason */
-	REC_T_TRAILER = 5
+	REC_T_TRAILER = 5,
+	REC_T_WINDOWS = 6   /* samples as in audio, and n_windows windows of
+			       them described (format version 2) */
 };
+
+/* Windows flags. */
+#define REC_WIN_PAD 0x01u /* windows running past the samples are padded
+			     with zeros; without it every window fits */
 
 /* Record flags (byte 5). */
 #define REC_F_ZSTD 0x01u /* payload (not metadata) is one zstd frame */
@@ -128,7 +139,7 @@ int rec_header_add_stage(rec_header *h, const char *prog,
  * a skipped record's payload is its reason, text without a NUL.
  */
 typedef struct rec_item {
-	int type;              /* REC_T_AUDIO, REC_T_FEATURES, REC_T_SKIPPED */
+	int type;              /* REC_T_AUDIO, _WINDOWS, _FEATURES, _SKIPPED */
 	uint64_t clip;         /* clip index in the stream, 0-based */
 	uint64_t offset;       /* first sample of this record in its clip */
 	uint64_t clip_samples; /* samples of the whole clip (after wavcat) */
@@ -142,13 +153,29 @@ typedef struct rec_item {
 	size_t key_len;
 	const void *data;      /* payload, uncompressed */
 	size_t data_len;       /* bytes; must be dim0*dim1*dtype size for
-				  audio and features */
+				  audio, windows and features */
+	/* Windows records only (0 in others): window i, segment index
+	 * segment + i, is the win_len sample frames from frame i * win_hop
+	 * of the payload, at offset + i * win_hop in the clip. */
+	uint32_t win_len, win_hop, n_windows;
+	uint32_t win_flags;    /* REC_WIN_PAD */
 } rec_item;
+
+/* The segment index of the last window a record holds: segment +
+ * n_windows - 1 for a windows record, segment for the others. */
+uint32_t rec_item_last_segment(const rec_item *it);
+
+/* Window i (< n_windows) of the windows record w as the audio record it
+ * describes. Its data point into w's payload when the window lies inside
+ * it; a window that runs past the end is copied into pad, which must hold
+ * win_len * dim1 samples, and padded with zeros. Returns REC_OK, or
+ * REC_E_INVAL when w is not a windows record or i is out of range. */
+int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad);
 
 /* Trailer contents. */
 typedef struct rec_trailer {
-	uint64_t n_records;  /* data records (audio+features+skipped) */
-	uint64_t n_items;    /* audio+features records */
+	uint64_t n_records;  /* data records (audio+windows+features+skipped) */
+	uint64_t n_items;    /* audio+windows+features records */
 	uint64_t n_skipped;  /* skipped records */
 	uint32_t checksum;   /* CRC32C over the CRC fields of all records
 				before the trailer, in order (see spec) */
@@ -188,8 +215,9 @@ const rec_header *rec_reader_header(const rec_reader *r);
  * trailer has been read, verified and followed by end of input, or an
  * error. After REC_END or an error, further calls return the same.
  * Besides the checks of formats/record.md in its order, a record whose
- * (clip, segment) does not come after the previous record's is refused
- * (REC_E_ORDER): clips increase, segments increase within a clip. The
+ * (clip, segment) does not come after the previous record's last segment
+ * (a windows record's last window) is refused (REC_E_ORDER): clips
+ * increase, segments increase within a clip. The
  * item's key and data point into the reader's buffers and stay valid
  * until the next call. */
 int rec_read(rec_reader *r, rec_item *it);

@@ -61,6 +61,7 @@ test_expect_success '--stats matches numpy over every element type' '
 		$CHECK --stats "$f" >py.out &&
 		test_cmp py.out c.out || return 1
 	done &&
+	recdump --stats "$GOLDEN/good-odd-values.rec" >c.out &&
 	test_grep "nan=1 inf=1" c.out
 '
 
@@ -97,6 +98,46 @@ test_expect_success 'label names come from the header table' '
 	recdump "$GOLDEN/good-audio-s16.rec" >out &&
 	test_grep "^1 audio clip=0 .* label=1(yes) split=training dtype=s16 dims=80x1 key=\"yes/a_nohash_0.wav\"$" out &&
 	test_grep "^3 skipped clip=2 .* reason=\"unable to decode: not an audio file\"$" out
+'
+
+test_expect_success 'windows records show the windows they describe' '
+	recdump "$GOLDEN/good-windows-s16.rec" >out &&
+	test_grep "^1 windows clip=0 segment=0 offset=0 clip_samples=80 rate=8000 label=1(yes) split=training dtype=s16 dims=80x1 win_len=40 win_hop=20 n_windows=3 pad=no key=\"yes/a_nohash_0.wav\"$" out &&
+	test_grep "^3 windows clip=2 segment=0 offset=0 clip_samples=70 .* dims=70x1 win_len=40 win_hop=20 n_windows=3 pad=yes key=" out &&
+	test_grep "^trailer records=3 items=2 skipped=1 " out &&
+	recdump "$GOLDEN/good-windows-f32.rec" >out &&
+	test_grep "^2 windows clip=0 segment=3 offset=64 .* dims=64x1 win_len=32 win_hop=16 n_windows=3 pad=no " out &&
+	test_grep "^4 audio clip=2 segment=0 offset=0 .* dims=2x1 key=\"yes/e.wav\"$" out
+'
+
+test_expect_success '--stats of a windows record are over its samples' '
+	recdump --stats "$GOLDEN/good-windows-edge.rec" >out &&
+	test_grep "^3 windows clip=2 .* dims=12x1 win_len=2 win_hop=5 n_windows=3 pad=no min=-5 max=6 mean=0.5 nan=0 inf=0 key=\"gaps\"$" out &&
+	test_grep "^4 windows clip=3 segment=4294967293 offset=1099511627776 .* min=-7 max=7 mean=1.4 " out
+'
+
+test_expect_success '--summary counts windows records and the windows in them' '
+	recdump -s "$GOLDEN/good-windows-s16.rec" >out &&
+	test_grep "^type audio 0$" out &&
+	test_grep "^type skipped 1$" out &&
+	test_grep "^type windows 2$" out &&
+	test_grep "^windows 6$" out &&
+	recdump -s "$GOLDEN/good-windows-f32.rec" >out &&
+	test_grep "^type audio 1$" out &&
+	test_grep "^type windows 3$" out &&
+	test_grep "^windows 8$" out &&
+	test_grep "^clips 3$" out &&
+	recdump -s "$GOLDEN/good-audio-s16.rec" >out &&
+	! grep windows out
+'
+
+test_expect_success 'a version 2 stream is accepted, a newer one refused' '
+	recdump -q "$GOLDEN/good-version-2.rec" &&
+	recdump "$GOLDEN/good-version-2.rec" | grep -v "^trailer" >v2 &&
+	recdump "$GOLDEN/good-audio-s16.rec" | grep -v "^trailer" >v1 &&
+	test_cmp v1 v2 &&
+	test_expect_code 1 recdump -q "$GOLDEN/bad-version.rec" 2>err &&
+	test_grep "format version 3 is newer than this reader.s version 2$" err
 '
 
 test_expect_success '-q prints nothing for a valid stream' '

@@ -114,15 +114,17 @@ test_expect_success 'a stream cut anywhere is truncated' '
 '
 
 test_expect_success 'a newer format version is refused naming both versions' '
-	$FORGE set 0 version 2 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "format version 2 is newer than this reader.s version 1$" &&
+	$FORGE set 0 version 3 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "format version 3 is newer than this reader.s version 2$" &&
 	$FORGE set 5 version 7 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "format version 7 is newer"
 '
 
 test_expect_success 'unknown types and flags are refused even with a good CRC' '
+	$FORGE set 3 type 7 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "unknown record type 7$" &&
 	$FORGE set 3 type 6 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "unknown record type 6$" &&
+	refused bad.rec "a windows record marked format version 1 (windows records are version 2)$" &&
 	$FORGE set 3 flags 0x81 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "unknown flags 0x81$"
 '

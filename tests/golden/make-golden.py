@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "py"))
 
 import rec_stream as rs  # noqa: E402
 from rec_stream import (T_AUDIO, T_FEATURES, T_HEADER, T_SKIPPED,  # noqa
-                        T_TRAILER, record, item_meta, header_meta,
-                        trailer_meta)
+                        T_TRAILER, T_WINDOWS, WIN_PAD, record, item_meta,
+                        header_meta, trailer_meta)
 
 GOOD = []   # (name, why)
 BAD = []    # (name, expected "record N at byte B: reason", why)
@@ -104,6 +104,86 @@ def features_stream(dtype, enc, zstd_level=0):
     return b
 
 
+def segment_pairs(dtype, stages):
+    """A wavcat header followed by segment stages [(len, hop, last)]."""
+    pairs = audio_pairs(dtype)
+    for n, hop, last in stages:
+        pairs += [("stage", "segment 0.1.0\tsegment --len %d --hop %d "
+                            "--last %s" % (n, hop, last))]
+    n, hop, last = stages[-1]
+    pairs += [("segment_len", str(n)), ("segment_hop", str(hop)),
+              ("segment_last", last)]
+    return pairs
+
+
+def windows_s16_stream(zstd_level=0):
+    """segment --len 40 --hop 20 of wavcat-like clips: clip 0 (80
+    samples) gives 3 windows that fit exactly (no pad flag), clip 1 is a
+    skipped input, clip 2 (70 samples) gives 3 windows, the last padded
+    (10 zeros; pad flag)."""
+    b = rs.Builder(segment_pairs("s16", [(40, 20, "pad")]))
+    x = [round(v * 32767) for v in sine(80, 440, 8000)]
+    b.item(T_WINDOWS, s16(x), zstd_level=zstd_level, clip=0,
+           clip_samples=80, label=1, sample_rate=8000, split=1, dtype=1,
+           key="yes/a_nohash_0.wav", dim0=80, dim1=1, win_len=40,
+           win_hop=20, n_windows=3, win_flags=0)
+    b.item(T_SKIPPED, b"unable to decode: not an audio file", clip=1,
+           label=1, sample_rate=0, split=1, key="yes/broken.wav")
+    x = [round(v * 32767) for v in sine(70, 1000, 8000, 0.9)]
+    b.item(T_WINDOWS, s16(x), zstd_level=zstd_level, clip=2,
+           clip_samples=70, label=0, sample_rate=8000, split=3, dtype=1,
+           key="no/c_nohash_2.wav", dim0=70, dim1=1, win_len=40,
+           win_hop=20, n_windows=3, win_flags=WIN_PAD)
+    return b
+
+
+def windows_f32_stream():
+    """Two segment stages (--len 64 --hop 64, then --len 32 --hop 16
+    --last drop): clip 0 (128 samples) is two first-stage windows, so two
+    windows records of 3 windows each, segments 0-2 and 3-5; clip 1 (100
+    samples) gives one record of 2 windows whose 48 samples are all the
+    windows cover (the last 16 of its first window are left out); an
+    audio record of clip 2 follows."""
+    b = rs.Builder(segment_pairs("f32", [(64, 64, "pad"),
+                                         (32, 16, "drop")]))
+    x = sine(128, 300, 8000)
+    for part in range(2):
+        b.item(T_WINDOWS, f32(x[64 * part:64 * part + 64]), clip=0,
+               offset=64 * part, clip_samples=128, segment=3 * part,
+               label=0, sample_rate=8000, split=2, dtype=2, key="no/d.wav",
+               dim0=64, dim1=1, win_len=32, win_hop=16, n_windows=3)
+    x = sine(48, 2000, 8000, 0.25)
+    b.item(T_WINDOWS, f32(x), clip=1, clip_samples=100, label=-1,
+           sample_rate=8000, dtype=2, key="unlabelled.wav", dim0=48,
+           dim1=1, win_len=32, win_hop=16, n_windows=2)
+    b.item(T_AUDIO, f32([0.125, -0.5]), clip=2, clip_samples=2, label=1,
+           sample_rate=8000, split=1, dtype=2, key="yes/e.wav", dim0=2,
+           dim1=1)
+    return b
+
+
+def windows_edge_stream():
+    """Edge cases of windows records that are valid: a single window
+    longer than its samples (padded), the last window starting on the
+    last sample frame, a hop longer than the window (gaps), 2 channels,
+    f16 and bf16, and segment indices ending at 2^32 - 1."""
+    b = rs.Builder([("producer", "edge 1"), ("label", "x")])
+    b.item(T_WINDOWS, f16([0.5, -0.25, 1.0]), clip=0, clip_samples=3,
+           dtype=3, key="short", dim0=3, dim1=1, win_len=8, win_hop=8,
+           n_windows=1, win_flags=WIN_PAD)
+    b.item(T_WINDOWS, bf16([i / 8.0 for i in range(20)]), clip=1,
+           clip_samples=10, label=0, dtype=4, key="stereo", dim0=10, dim1=2,
+           win_len=4, win_hop=3, n_windows=4, win_flags=WIN_PAD)
+    b.item(T_WINDOWS, s16(list(range(-5, 7))), clip=2, clip_samples=12,
+           dtype=1, key="gaps", dim0=12, dim1=1, win_len=2, win_hop=5,
+           n_windows=3)
+    b.item(T_WINDOWS, s16([7, -7, 7, -7, 7]), clip=3, offset=1 << 40,
+           clip_samples=(1 << 40) + 5, segment=rs.MAX_SEGMENT - 2,
+           dtype=1, key="last segments", dim0=5, dim1=1, win_len=3,
+           win_hop=1, n_windows=3)
+    return b
+
+
 def write(name, data):
     with open(os.path.join(HERE, name), "wb") as f:
         f.write(data)
@@ -156,6 +236,33 @@ def with_trailer(recs):
     return b.bytes()
 
 
+def check_expand(data):
+    """rec_stream.expand() of windows_s16_stream() against its windows cut
+    here from the clips' samples: 40 every 20, the last of clip 2 padded."""
+    _, items, _ = rs.read_stream(data)
+    got = [(w.type, w.clip, w.offset, w.segment, w.dim0, w.data)
+           for w in rs.expand(items) if w.type != T_SKIPPED]
+    want = []
+    for clip, x in ((0, sine(80, 440, 8000)), (2, sine(70, 1000, 8000, 0.9))):
+        x = [round(v * 32767) for v in x]
+        for i in range(3):
+            part = x[20 * i:20 * i + 40]
+            want.append((T_AUDIO, clip, 20 * i, i, 40,
+                         s16(part + [0] * (40 - len(part)))))
+    if got != want:
+        sys.exit("make-golden: expand() gives the wrong windows")
+
+
+def all_version(data, version):
+    """data with every record's version byte set, the CRCs and the
+    trailer's stream checksum made to match."""
+    recs = []
+    for o, n, _ in spans(data):
+        recs.append(patched(data[o:o + n], 0, 6, "B", version))
+    out = with_trailer(recs[:-1])
+    return patched(out, len(recs) - 1, 6, "B", version)
+
+
 def make_good():
     good("good-minimal.rec", rs.Builder(pairs=[]).bytes(),
          "a header with no pairs and a trailer: the smallest valid stream")
@@ -194,6 +301,25 @@ def make_good():
          "quotes and invalid UTF-8, unknown header keys, NaN/Inf in f16, "
          "label ids outside the table")
 
+    good("good-windows-s16.rec", windows_s16_stream().bytes(),
+         "segment-like (format version 2): windows records describing 3 "
+         "windows of 40 every 20 samples, exact in clip 0, the last "
+         "padded in clip 2, a skipped input between")
+    check_expand(windows_s16_stream().bytes())
+    good("good-windows-zstd.rec", windows_s16_stream(zstd_level=3).bytes(),
+         "the same with zstd-compressed payloads")
+    good("good-windows-f32.rec", windows_f32_stream().bytes(),
+         "two segment stages: a clip in two windows records (segments "
+         "0-2 and 3-5), samples no window covers left out, then an audio "
+         "record")
+    good("good-windows-edge.rec", windows_edge_stream().bytes(),
+         "valid windows edge cases: one window longer than its samples, "
+         "the last window starting on the last frame, hop longer than "
+         "the window, 2 channels, f16 and bf16, segments up to 2^32 - 1")
+    good("good-version-2.rec", all_version(audio_stream().bytes(), 2),
+         "good-audio-s16.rec with every record marked version 2: a reader "
+         "of version 2 takes any record of a version it knows")
+
 
 def make_bad():
     a = audio_stream().bytes()
@@ -206,9 +332,9 @@ def make_bad():
     bad("bad-magic.rec", patched(a, 2, 0, "4s", b"MELQ", fix_crc=False),
         "MAGIC", 2, "bad magic", "a data record's magic changed: framing "
         "lost")
-    bad("bad-version.rec", patched(a, 0, 6, "B", 2), "VERSION", 0,
-        "format version 2 is newer than this reader's version 1",
-        "the header record says format version 2")
+    bad("bad-version.rec", patched(a, 0, 6, "B", 3), "VERSION", 0,
+        "format version 3 is newer than this reader's version 2",
+        "the header record says format version 3")
     bad("bad-version-0.rec", patched(a, 1, 6, "B", 0), "FORMAT", 1,
         "invalid format version 0", "a record with version 0")
     bad("bad-type.rec", patched(a, 1, 4, "B", 9), "FORMAT", 1,
@@ -343,6 +469,8 @@ def make_bad():
                     bytes(2)), "FORMAT", 1, "key contains a NUL byte",
         "a NUL byte inside a key")
 
+    make_bad_windows(hdr)
+
     # trailer
     bad("bad-trailer-count.rec",
         b"".join([hdr, c0, c1, sk]) + record(T_TRAILER, trailer_meta(
@@ -371,6 +499,63 @@ def make_bad():
     bad("bad-two-streams.rec", a + a, "TRAILING", 5,
         "data after the trailer (another stream follows",
         "two streams run together")
+
+
+def make_bad_windows(hdr):
+    """Windows records (type 6) that each break one of their rules."""
+    ws = windows_s16_stream().bytes()
+    bad("bad-windows-version-1.rec", patched(ws, 1, 6, "B", 1), "FORMAT", 1,
+        "a windows record marked format version 1 (windows records are "
+        "version 2)", "a windows record whose version byte says 1")
+
+    def win_stream(**over):
+        """A windows record of 80 s16 samples, 3 windows of 40 every 20
+        unless over says otherwise."""
+        f = dict(dtype=1, dim0=80, dim1=1, key="w", win_len=40, win_hop=20,
+                 n_windows=3, win_flags=0)
+        f.update(over)
+        data = bytes(2 * f["dim0"])
+        return with_trailer([hdr, record(T_WINDOWS, item_meta(**f), data)])
+
+    bad("bad-windows-len-0.rec", win_stream(win_len=0), "FORMAT", 1,
+        "windows record with window length 0, hop 20 and 3 windows (none "
+        "may be 0)", "a window length of 0")
+    bad("bad-windows-hop-0.rec", win_stream(win_hop=0), "FORMAT", 1,
+        "windows record with window length 40, hop 0 and 3 windows (none "
+        "may be 0)", "a hop of 0")
+    bad("bad-windows-count-0.rec", win_stream(n_windows=0), "FORMAT", 1,
+        "windows record with window length 40, hop 20 and 0 windows (none "
+        "may be 0)", "a windows record of no windows")
+    bad("bad-windows-flags.rec", win_stream(win_flags=0x80000001), "FORMAT",
+        1, "unknown windows flags 0x80000001",
+        "an unknown windows flag bit beside the pad flag")
+    bad("bad-windows-no-pad.rec", win_stream(dim0=70), "FORMAT", 1,
+        "3 windows of 40 every 20 do not fit 70 samples (and the pad flag "
+        "is clear)", "the last window ends 10 samples past the payload and "
+        "the pad flag is clear")
+    bad("bad-windows-past-end.rec",
+        win_stream(win_hop=40, win_flags=WIN_PAD), "FORMAT", 1,
+        "3 windows of 40 every 40 do not fit 80 samples",
+        "the last window starts at sample 80 of 80: past the payload, "
+        "refused even with the pad flag")
+    bad("bad-windows-meta-len.rec",
+        with_trailer([hdr, record(T_WINDOWS, item_meta(
+            dtype=1, dim0=2, dim1=1, key="abc"), bytes(4))]), "FORMAT", 1,
+        "metadata length 51 is not 48 + key length 3 + 16",
+        "a windows record without its 16 bytes of window fields")
+    bad("bad-windows-segment-overflow.rec",
+        win_stream(segment=rs.MAX_SEGMENT - 1), "FORMAT", 1,
+        "3 windows from segment 4294967294 run past segment index 2^32 - 1",
+        "segment + n_windows - 1 over 2^32 - 1")
+    w0 = ws[spans(ws)[1][0]:][:spans(ws)[1][1]]
+    inside = record(T_AUDIO, item_meta(
+        clip=0, offset=40, clip_samples=80, segment=2, label=1,
+        sample_rate=8000, split=1, dtype=1, key="yes/a_nohash_0.wav",
+        dim0=40, dim1=1), bytes(80))
+    bad("bad-windows-order.rec", with_trailer([hdr, w0, inside]), "ORDER",
+        2, "clip 0 segment 2 after clip 0 segment 2 (records must be in "
+        "clip and segment order)", "an audio record of segment 2 after a "
+        "windows record holding segments 0 to 2 (trailer made to match)")
 
 
 # offset of the stream checksum inside a trailer record

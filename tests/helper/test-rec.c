@@ -3,7 +3,10 @@
  * quoting, write/read round trips of every record type and element type
  * with and without zstd, payloads larger than the writer's buffer,
  * reserve/commit, the writer's refusals, the reader's caps, detection of
- * every single-byte corruption and truncation, EPIPE, slow pipes.
+ * every single-byte corruption and truncation, EPIPE, slow pipes; windows
+ * records (format version 2): round trips, version bytes, refusals by
+ * writer and reader, the order rule over their segment ranges,
+ * rec_window().
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../lib/crc32c.h"
 #include "../../lib/rec.h"
 #include "tap.h"
 
@@ -116,6 +120,8 @@ static int items_equal(const rec_item *a, const rec_item *b)
 	       a->sample_rate == b->sample_rate && a->split == b->split &&
 	       a->dtype == b->dtype && a->dim0 == b->dim0 &&
 	       a->dim1 == b->dim1 && a->key_len == b->key_len &&
+	       a->win_len == b->win_len && a->win_hop == b->win_hop &&
+	       a->n_windows == b->n_windows && a->win_flags == b->win_flags &&
 	       memcmp(a->key, b->key, a->key_len) == 0 &&
 	       a->key[a->key_len] == '\0' && a->data_len == b->data_len &&
 	       (a->data_len == 0 || memcmp(a->data, b->data, a->data_len) == 0);
@@ -669,10 +675,11 @@ static void test_reader_errors(void)
 	tap_is(err, REC_E_TRAILING, "one byte after the trailer is refused");
 	free(two);
 
-	s[6] = 2; /* the header record's version */
+	s[6] = 3; /* the header record's version */
 	err = read_all(s, len, detail, sizeof(detail), 0);
 	tap_is(err, REC_E_VERSION, "a newer version is refused");
-	tap_ok(strstr(detail, "version 2") && strstr(detail, "version 1"),
+	tap_ok(strstr(detail, ": format version 3 is newer than this "
+		      "reader's version 2") != NULL,
 	       "naming both versions: %s", detail);
 	free(s);
 
@@ -682,6 +689,636 @@ static void test_reader_errors(void)
 	err = read_all((const unsigned char *)"RIFF....WAVEfmt garbage here",
 		       28, detail, sizeof(detail), 0);
 	tap_is(err, REC_E_MAGIC, "garbage is not a stream");
+}
+
+/* ------------------------------------------------------------------ */
+/* Windows records (format version 2) */
+
+/* A windows record of dim0 x dim1 samples of dtype describing n windows
+ * of len frames every hop, from segment seg. */
+static void titem_windows(struct titem *t, int dtype, uint64_t clip,
+			  uint32_t seg, uint32_t dim0, uint32_t dim1,
+			  uint32_t len, uint32_t hop, uint32_t n,
+			  uint32_t flags, size_t key_len)
+{
+	titem_make(t, REC_T_WINDOWS, dtype, clip, 0, dim0, dim1, key_len);
+	t->it.segment = seg;
+	t->it.offset = 1000 * clip + 7;
+	t->it.win_len = len;
+	t->it.win_hop = hop;
+	t->it.n_windows = n;
+	t->it.win_flags = flags;
+}
+
+/* Windows records of every dtype among the other types: windows that fit
+ * exactly, a record of the clip right after the last window, padded ones
+ * whose last window starts on the last frame, a single window longer than
+ * its record, 2 channels, a hop longer than the window, segment indices
+ * up to 2^32 - 1, keys of several lengths (payload alignments). */
+static size_t make_windows_items(struct titem *t)
+{
+	size_t n = 0;
+	uint64_t clip = 0;
+
+	for (int d = REC_S16; d <= REC_BF16; d++) {
+		titem_windows(&t[n++], d, clip, 0, 80, 1, 40, 20, 3, 0,
+			      (size_t)(2 + d));
+		titem_make(&t[n], REC_T_AUDIO, d, clip++, 0, 40, 1, 3);
+		t[n++].it.segment = 3;
+		titem_windows(&t[n++], d, clip, 5, 61, 2, 40, 20, 4,
+			      REC_WIN_PAD, (size_t)(7 * d));
+		titem_windows(&t[n++], d, clip++, 9, 10, 1, 16, 16, 1,
+			      REC_WIN_PAD, 0);
+		titem_make(&t[n++], REC_T_SKIPPED, 0, clip++, 0, 0, 0, 5);
+		titem_windows(&t[n++], d, clip++, UINT32_MAX - 2, 25, 1, 3,
+			      11, 3, 0, 20);
+		titem_make(&t[n++], REC_T_FEATURES, d, clip++, 0, 8, 5, 1);
+	}
+	titem_windows(&t[n++], REC_S16, clip++, 0, 300000, 1, 16000, 8000,
+		      35, 0, 9);
+	return n;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> 8 * i);
+}
+
+/* The whole file at fd. */
+static unsigned char *fd_bytes(int fd, size_t *len)
+{
+	off_t size = lseek(fd, 0, SEEK_END);
+	unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
+
+	if (buf == NULL || pread(fd, buf, (size_t)size, 0) != size)
+		exit(99);
+	*len = (size_t)size;
+	return buf;
+}
+
+/* Byte offset of record k of a well-framed stream in memory. */
+static size_t rec_at(const unsigned char *s, size_t len, size_t k)
+{
+	size_t p = 0;
+
+	while (k-- > 0 && p + REC_HDR_SIZE <= len)
+		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
+	return p;
+}
+
+/* Recomputes every record's CRC and the trailer's stream checksum after
+ * fields were changed on purpose, so that only the change is wrong. */
+static void restamp(unsigned char *s, size_t len)
+{
+	uint32_t stream = 0, crc;
+	unsigned char le[4];
+
+	for (size_t p = 0; p + REC_HDR_SIZE <= len;) {
+		size_t n = REC_HDR_SIZE + (size_t)le32(s + p + 8) +
+			   le32(s + p + 12);
+
+		if (s[p + 4] == REC_T_TRAILER)
+			put_le32(s + p + REC_HDR_SIZE + 24, stream);
+		memset(s + p + 20, 0, 4);
+		crc = crc32c(0, s + p, n);
+		put_le32(s + p + 20, crc);
+		if (s[p + 4] != REC_T_TRAILER) {
+			put_le32(le, crc);
+			stream = crc32c(stream, le, 4);
+		}
+		p += n;
+	}
+}
+
+/* Window i of the record t as the spec defines it, computed here from
+ * the record's own samples: win_len frames from frame i * hop, zeros
+ * past the end. */
+static void expected_window(const struct titem *t, uint32_t i,
+			    unsigned char *out)
+{
+	size_t frame = rec_dtype_size(t->it.dtype) * t->it.dim1;
+	size_t start = (size_t)i * t->it.win_hop * frame;
+	size_t len = (size_t)t->it.win_len * frame;
+
+	for (size_t j = 0; j < len; j++)
+		out[j] = start + j < t->it.data_len ? t->data[start + j] : 0;
+}
+
+/* Reads the stream at fd and expands each windows record with
+ * rec_window(): every window must be the audio record the spec says,
+ * pointing into the reader's payload when it fits, else into pad. */
+static void check_windows_expand(int fd, const struct titem *want, size_t n,
+				 const char *what)
+{
+	rec_reader *r = NULL;
+	rec_item it, win;
+	unsigned char *pad = malloc(1 << 20), *exp = malloc(1 << 20);
+	size_t k = 0, windows = 0, padded = 0;
+	int err, bad = 0, where = 0;
+
+	lseek(fd, 0, SEEK_SET);
+	err = rec_reader_open(&r, fd, &(rec_reader_opts){
+				      .read_ahead = g_ra });
+	while (err == REC_OK && (err = rec_read(r, &it)) == REC_OK) {
+		const struct titem *t = &want[k < n ? k : n - 1];
+		size_t frame = rec_dtype_size(it.dtype) * it.dim1;
+
+		bad += k++ >= n;
+		if (it.type != REC_T_WINDOWS)
+			continue;
+		for (uint32_t i = 0; i < it.n_windows; i++) {
+			uint64_t start = (uint64_t)i * it.win_hop;
+			int fits = start + it.win_len <= it.dim0;
+
+			if (rec_window(&it, i, &win, pad) != REC_OK) {
+				bad++;
+				continue;
+			}
+			expected_window(t, i, exp);
+			bad += win.type != REC_T_AUDIO ||
+			       win.offset != it.offset + start ||
+			       win.segment != it.segment + i ||
+			       win.dim0 != it.win_len || win.dim1 != it.dim1 ||
+			       win.data_len != (size_t)it.win_len * frame ||
+			       win.win_len || win.win_hop || win.n_windows ||
+			       win.win_flags || win.clip != it.clip ||
+			       win.label != it.label || win.key != it.key ||
+			       memcmp(win.data, exp, win.data_len) != 0;
+			where += fits ? win.data != (const char *)it.data +
+					start * frame
+				      : win.data != (const void *)pad;
+			windows++;
+			padded += !fits;
+		}
+	}
+	tap_is(err, REC_END, "%s: read to the end", what);
+	tap_is(bad, 0, "%s: rec_window gives each of %zu windows as the "
+	       "spec says (%zu padded)", what, windows, padded);
+	tap_is(where, 0, "%s: in the payload, or in pad when padded", what);
+	tap_ok(padded > 0 && windows > padded, "%s: padded and unpadded "
+	       "windows seen", what);
+	rec_reader_close(r);
+	free(pad);
+	free(exp);
+}
+
+/* In the bytes: windows records carry version 2, every other record
+ * (header and trailer too) version 1; the trailer counts windows records
+ * as items. */
+static void check_windows_bytes(int fd, const struct titem *t, size_t n,
+				const char *what)
+{
+	size_t len, nwin = 0, v2 = 0, other = 0, v1 = 0, p = 0, last = 0;
+	unsigned char *s = fd_bytes(fd, &len);
+	uint64_t items = 0, skipped = 0;
+
+	while (p + REC_HDR_SIZE <= len) {
+		if (s[p + 4] == REC_T_WINDOWS) {
+			nwin++;
+			v2 += s[p + 6] == 2;
+		} else {
+			other++;
+			v1 += s[p + 6] == 1;
+		}
+		last = p;
+		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
+	}
+	for (size_t i = 0; i < n; i++) {
+		skipped += t[i].it.type == REC_T_SKIPPED;
+		items += t[i].it.type != REC_T_SKIPPED;
+	}
+	tap_ok(nwin > 0 && v2 == nwin, "%s: %zu windows records, %zu with "
+	       "version byte 2", what, nwin, v2);
+	tap_ok(v1 == other, "%s: the %zu others with version byte 1 (%zu)",
+	       what, other, v1);
+	if (!tap_ok(last + REC_HDR_SIZE + 32 <= len &&
+		    s[last + 4] == REC_T_TRAILER, "%s: a trailer last", what)) {
+		free(s);
+		return;
+	}
+	tap_is_u64(le32(s + last + 24) | (uint64_t)le32(s + last + 28) << 32,
+		   n, "%s: trailer n_records", what);
+	tap_is_u64(le32(s + last + 32) | (uint64_t)le32(s + last + 36) << 32,
+		   items, "%s: trailer n_items counts audio, windows and "
+		   "features records", what);
+	tap_is_u64(le32(s + last + 40) | (uint64_t)le32(s + last + 44) << 32,
+		   skipped, "%s: trailer n_skipped", what);
+	free(s);
+}
+
+/* Writes make_windows_items() with rec_write, or alternately with
+ * reserve/commit, and reads them back. */
+static void test_windows_round_trip(int level, size_t bufsize, int reserve)
+{
+	struct titem t[64];
+	size_t n = make_windows_items(t);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize,
+			      .write_behind = g_wb };
+	char what[80];
+	int fd = temp_fd(), err, misaligned = 0;
+
+	snprintf(what, sizeof(what), "windows%s, zstd %d, buffer %zu",
+		 reserve ? " reserved" : "", level, bufsize);
+	err = rec_writer_open(&w, fd, h, &o);
+	for (size_t i = 0; i < n && !err; i++) {
+		void *p;
+
+		if (!reserve || i % 2) {
+			err = rec_write(w, &t[i].it);
+			continue;
+		}
+		err = rec_write_reserve(w, t[i].it.data_len, &p);
+		if (err)
+			break;
+		misaligned += (uintptr_t)p % 16 != 0;
+		memcpy(p, t[i].data, t[i].it.data_len);
+		err = rec_write_commit(w, &t[i].it);
+	}
+	if (!err)
+		err = rec_writer_finish(w);
+	tap_is(err, 0, "%s: write %zu records", what, n);
+	if (err)
+		tap_diag("%s", rec_writer_detail(w));
+	tap_is(misaligned, 0, "%s: reserved payloads aligned", what);
+	tap_is_u64(rec_writer_bytes(w), (uint64_t)lseek(fd, 0, SEEK_END),
+		   "%s: writer bytes equal the file size", what);
+	check_stream(fd, t, n, what);
+	check_windows_bytes(fd, t, n, what);
+	check_windows_expand(fd, t, n, what);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, n);
+	close(fd);
+}
+
+/* rec_window() on a record in memory: fields, where data points, zeros
+ * after the samples, and its refusals. */
+static void test_rec_window(void)
+{
+	struct titem a, b;
+	rec_item out;
+	unsigned char pad[40 * 2 * 2];
+	size_t frame = 2 * 2;
+	int err;
+
+	/* 4 windows of 40 every 20 in 61 stereo frames: 2 fit, 2 padded */
+	titem_windows(&a, REC_S16, 3, 10, 61, 2, 40, 20, 4, REC_WIN_PAD, 5);
+	for (uint32_t i = 0; i < 4; i++) {
+		size_t start = 20 * (size_t)i, have;
+
+		memset(pad, 0xaa, sizeof(pad));
+		err = rec_window(&a.it, i, &out, pad);
+		tap_is(err, REC_OK, "rec_window %u", i);
+		tap_ok(out.type == REC_T_AUDIO && out.clip == 3 &&
+		       out.offset == a.it.offset + start &&
+		       out.segment == 10 + i && out.dim0 == 40 &&
+		       out.dim1 == 2 && out.dtype == REC_S16 &&
+		       out.data_len == 40 * frame && out.key == a.it.key &&
+		       out.key_len == 5 && out.label == a.it.label &&
+		       out.split == a.it.split && out.clip_samples ==
+		       a.it.clip_samples && out.win_len == 0 &&
+		       out.win_hop == 0 && out.n_windows == 0 &&
+		       out.win_flags == 0,
+		       "window %u: an audio record at offset + %zu, segment "
+		       "10 + %u, 40 frames, no window fields", i, start, i);
+		if (start + 40 <= 61) {
+			tap_ok(out.data == a.data + start * frame,
+			       "window %u points into the payload", i);
+			continue;
+		}
+		have = (61 - start) * frame;
+		tap_ok(out.data == pad && memcmp(pad, a.data + start * frame,
+						 have) == 0,
+		       "window %u: the %zu bytes left copied into pad", i,
+		       have);
+		tap_ok(pad[have] == 0 && pad[sizeof(pad) - 1] == 0 &&
+		       memchr(pad + have, 0xaa, sizeof(pad) - have) == NULL,
+		       "window %u: and zeros after them", i);
+	}
+	tap_is(rec_window(&a.it, 0, &out, NULL), REC_OK, "a window inside "
+	       "the samples needs no pad buffer");
+	tap_is(rec_window(&a.it, 2, &out, NULL), REC_E_INVAL, "a padded "
+	       "window without a pad buffer is refused");
+	tap_is(rec_window(&a.it, 4, &out, pad), REC_E_INVAL, "window "
+	       "n_windows is out of range");
+	tap_is(rec_window(&a.it, UINT32_MAX, &out, pad), REC_E_INVAL,
+	       "window 2^32 - 1 too");
+	tap_is(rec_window(NULL, 0, &out, pad), REC_E_INVAL, "NULL record");
+	tap_is(rec_window(&a.it, 0, NULL, pad), REC_E_INVAL, "NULL out");
+	titem_make(&b, REC_T_AUDIO, REC_S16, 3, 0, 80, 1, 2);
+	tap_is(rec_window(&b.it, 0, &out, pad), REC_E_INVAL, "an audio "
+	       "record has no windows");
+	tap_is(rec_item_last_segment(&a.it), 13, "last segment of a windows "
+	       "record is segment + n_windows - 1");
+	b.it.segment = 7;
+	tap_is(rec_item_last_segment(&b.it), 7, "last segment of an audio "
+	       "record is its segment");
+	free(a.data);
+	free(b.data);
+}
+
+/* Descriptions that do not fit their samples, each refused with
+ * REC_E_INVAL and a reason by rec_write and by commit. */
+static const struct bad_windows {
+	uint32_t dim0, len, hop, n, flags, seg;
+	const char *why;
+} bad_windows[] = {
+	{ 80, 0, 20, 3, 0, 0, "window length 0, hop 20 and 3 windows "
+	  "(none may be 0)" },
+	{ 80, 40, 0, 3, 0, 0, "window length 40, hop 0 and 3 windows" },
+	{ 80, 40, 20, 0, 0, 0, "hop 20 and 0 windows (none may be 0)" },
+	{ 80, 40, 20, 3, 2, 0, "unknown windows flags 0x2" },
+	{ 80, 40, 20, 3, 0x80000001u, 0, "unknown windows flags 0x80000001" },
+	{ 80, 40, 20, 4, 0, 0, "4 windows of 40 every 20 do not fit 80 "
+	  "samples (and the pad flag is clear)" },
+	{ 80, 40, 20, 5, REC_WIN_PAD, 0, "5 windows of 40 every 20 do not "
+	  "fit 80 samples" },
+	{ 80, 40, 20, 3, 0, UINT32_MAX - 1, "3 windows from segment "
+	  "4294967294 run past segment index 2^32 - 1" },
+};
+
+static void test_windows_refusals(void)
+{
+	enum { NBAD = sizeof(bad_windows) / sizeof(bad_windows[0]) };
+	struct titem good[4], t;
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd(), explained = 0, commits = 0, err;
+	void *p;
+
+	rec_writer_open(&w, fd, h, NULL);
+	for (size_t i = 0; i < NBAD; i++) {
+		const struct bad_windows *b = &bad_windows[i];
+
+		titem_windows(&t, REC_S16, 0, b->seg, b->dim0, 1, b->len,
+			      b->hop, b->n, b->flags, 3);
+		err = rec_write(w, &t.it);
+		tap_is(err, REC_E_INVAL, "rec_write refuses: %s", b->why);
+		if (!strstr(rec_writer_detail(w), b->why)) {
+			explained++;
+			tap_diag("detail: %s", rec_writer_detail(w));
+		}
+		if (rec_write_reserve(w, t.it.data_len, &p) == REC_OK) {
+			memcpy(p, t.data, t.it.data_len);
+			commits += rec_write_commit(w, &t.it) == REC_E_INVAL;
+		}
+		free(t.data);
+	}
+	tap_is(explained, 0, "each refusal says why");
+	tap_is(commits, NBAD, "rec_write_commit refuses them all too");
+
+	/* Segments 0..2 of clip 0; then the order rule over that range. */
+	titem_windows(&good[0], REC_S16, 0, 0, 80, 1, 40, 20, 3, 0, 3);
+	tap_is(rec_write(w, &good[0].it), 0, "a good windows record after "
+	       "the refusals");
+	titem_make(&t, REC_T_AUDIO, REC_S16, 0, 0, 40, 1, 3);
+	t.it.segment = 2;
+	tap_is(rec_write(w, &t.it), REC_E_INVAL, "segment 2 after a windows "
+	       "record holding 0 to 2 is refused");
+	tap_ok(strstr(rec_writer_detail(w), "clip 0 segment 2 after clip 0 "
+		      "segment 2") != NULL, "naming the last window's segment: "
+	       "%s", rec_writer_detail(w));
+	t.it.segment = 1;
+	tap_is(rec_write(w, &t.it), REC_E_INVAL, "segment 1 too");
+	free(t.data);
+	titem_windows(&t, REC_S16, 0, 2, 80, 1, 40, 20, 3, 0, 3);
+	tap_is(rec_write(w, &t.it), REC_E_INVAL, "a windows record starting "
+	       "at segment 2 too");
+	free(t.data);
+	titem_make(&good[1], REC_T_AUDIO, REC_S16, 0, 0, 40, 1, 3);
+	good[1].it.segment = 3;
+	tap_is(rec_write(w, &good[1].it), 0, "segment 3 is accepted");
+	titem_windows(&good[2], REC_F32, 0, 4, 10, 1, 4, 2, 4, 0, 3);
+	tap_is(rec_write_reserve(w, good[2].it.data_len, &p), 0, "reserve");
+	memcpy(p, good[2].data, good[2].it.data_len);
+	tap_is(rec_write_commit(w, &good[2].it), 0, "and commit a windows "
+	       "record of segments 4 to 7");
+	titem_make(&t, REC_T_AUDIO, REC_S16, 0, 0, 40, 1, 3);
+	t.it.segment = 7;
+	tap_is(rec_write(w, &t.it), REC_E_INVAL, "segment 7 after it is "
+	       "refused");
+	free(t.data);
+	titem_make(&good[3], REC_T_SKIPPED, 0, 1, 0, 0, 0, 3);
+	tap_is(rec_write(w, &good[3].it), 0, "the next clip is accepted");
+	tap_is(rec_writer_finish(w), 0, "finish");
+	check_stream(fd, good, 4, "windows after refusals");
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(good, 4);
+	close(fd);
+}
+
+/* A stream: header, a windows record (clip 0, segments 0..2, 80 s16
+ * frames, 40 every 20, key of 4 bytes), an audio record (clip 0,
+ * segment 4, key of 10 bytes), trailer. */
+static unsigned char *windows_stream(size_t *len)
+{
+	struct titem t[2];
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd();
+	unsigned char *s;
+
+	titem_windows(&t[0], REC_S16, 0, 0, 80, 1, 40, 20, 3, 0, 4);
+	titem_make(&t[1], REC_T_AUDIO, REC_S16, 0, 0, 10, 1, 10);
+	t[1].it.segment = 4;
+	rec_writer_open(&w, fd, h, NULL);
+	rec_write(w, &t[0].it);
+	rec_write(w, &t[1].it);
+	if (rec_writer_finish(w) != REC_OK)
+		exit(99);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, 2);
+	s = fd_bytes(fd, len);
+	close(fd);
+	return s;
+}
+
+/* One change to a copy of s (then restamped: the CRCs are right), read
+ * to its end: the code and the reason. */
+struct patch {
+	int rec;          /* record number */
+	size_t at;        /* byte offset in the record */
+	int width;        /* 1 or 4 bytes */
+	uint32_t value;
+	int err;          /* what reading to the end gives */
+	const char *why;  /* the reason, NULL for REC_END */
+	int fault;        /* the record refused minus rec */
+};
+
+static void check_patch(const unsigned char *s, size_t len,
+			const struct patch *pt)
+{
+	unsigned char *c = malloc(len);
+	char detail[1024], where[64];
+	size_t p = rec_at(s, len, (size_t)pt->rec) + pt->at;
+	int err;
+
+	memcpy(c, s, len);
+	if (pt->width == 1)
+		c[p] = (unsigned char)pt->value;
+	else
+		put_le32(c + p, pt->value);
+	restamp(c, len);
+	err = read_all(c, len, detail, sizeof(detail), 0);
+	snprintf(where, sizeof(where), "mem: record %d at byte %zu: ",
+		 pt->rec + pt->fault, rec_at(s, len,
+					     (size_t)(pt->rec + pt->fault)));
+	tap_is(err, pt->err, "reader%s: %s", g_ra ? " (read ahead)" : "",
+	       pt->why ? pt->why : "accepted");
+	if (pt->why)
+		tap_ok(strncmp(detail, where, strlen(where)) == 0 &&
+		       strstr(detail, pt->why) != NULL, "at the record, "
+		       "saying why: %s", detail);
+	free(c);
+}
+
+/* The reader's side of windows records: version rules, each description
+ * rule, metadata length, the order rule over a windows record's range. */
+static void test_windows_reader(void)
+{
+	/* in record 1: 24 header bytes, 48 fixed, a 4-byte key, then
+	 * win_len, win_hop, n_windows, win_flags */
+	enum { W = 24 + 48 + 4 };
+	static const struct patch patches[] = {
+		{ 1, 6, 1, 1, REC_E_FORMAT, "a windows record marked format "
+		  "version 1 (windows records are version 2)", 0 },
+		{ 1, 6, 1, 3, REC_E_VERSION, "format version 3 is newer than "
+		  "this reader's version 2", 0 },
+		{ 0, 6, 1, 2, REC_END, NULL, 0 },  /* header of version 2 */
+		{ 2, 6, 1, 2, REC_END, NULL, 0 },  /* audio of version 2 */
+		{ 3, 6, 1, 2, REC_END, NULL, 0 },  /* trailer of version 2 */
+		{ 1, W, 4, 0, REC_E_FORMAT, "window length 0, hop 20 and 3 "
+		  "windows (none may be 0)", 0 },
+		{ 1, W + 4, 4, 0, REC_E_FORMAT, "window length 40, hop 0", 0 },
+		{ 1, W + 8, 4, 0, REC_E_FORMAT, "and 0 windows", 0 },
+		{ 1, W + 12, 4, 4, REC_E_FORMAT, "unknown windows flags 0x4",
+		  0 },
+		{ 1, W + 8, 4, 4, REC_E_FORMAT, "4 windows of 40 every 20 do "
+		  "not fit 80 samples (and the pad flag is clear)", 0 },
+		{ 1, W + 12, 4, REC_WIN_PAD, REC_END, NULL, 0 },
+		{ 1, 24 + 24, 4, UINT32_MAX - 1, REC_E_FORMAT, "3 windows from "
+		  "segment 4294967294 run past segment index 2^32 - 1", 0 },
+		{ 1, 24 + 24, 4, UINT32_MAX - 2, REC_E_ORDER, "clip 0 "
+		  "segment 4 after clip 0 segment 4294967295", 1 },
+		{ 1, 24 + 38, 1, 20, REC_E_FORMAT, "metadata length 68 is not "
+		  "48 + key length 20 + 16", 0 },
+		{ 2, 24 + 24, 4, 2, REC_E_ORDER, "clip 0 segment 2 after "
+		  "clip 0 segment 2 (records must be in clip and segment "
+		  "order)", 0 },
+		{ 2, 24 + 24, 4, 3, REC_END, NULL, 0 },
+		{ 2, 4, 1, REC_T_WINDOWS, REC_E_FORMAT, "a windows record "
+		  "marked format version 1", 0 },
+	};
+	static const struct patch padded[] = {
+		{ 1, W + 8, 4, 4, REC_END, NULL, 0 },
+		{ 1, W + 8, 4, 5, REC_E_FORMAT, "5 windows of 40 every 20 do "
+		  "not fit 80 samples", 0 },
+	};
+	size_t len;
+	unsigned char *s = windows_stream(&len), *sp = malloc(len);
+
+	tap_is(read_all(s, len, NULL, 0, 0), REC_END, "the windows stream "
+	       "reads%s", g_ra ? " (read ahead)" : "");
+	for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++)
+		check_patch(s, len, &patches[i]);
+	/* With the pad flag: a 4th window running past the samples is
+	 * padded, a 5th would start past them. */
+	memcpy(sp, s, len);
+	put_le32(sp + rec_at(s, len, 1) + W + 12, REC_WIN_PAD);
+	restamp(sp, len);
+	check_patch(sp, len, &padded[0]);
+	check_patch(sp, len, &padded[1]);
+	free(sp);
+	/* an audio record turned into a windows record of version 2: its
+	 * metadata lacks the window fields */
+	{
+		unsigned char *c = malloc(len);
+		char detail[1024];
+		size_t p = rec_at(s, len, 2);
+
+		memcpy(c, s, len);
+		c[p + 4] = REC_T_WINDOWS;
+		c[p + 6] = 2;
+		restamp(c, len);
+		tap_is(read_all(c, len, detail, sizeof(detail), 0),
+		       REC_E_FORMAT, "audio metadata under type windows");
+		tap_ok(strstr(detail, "metadata length 58 is not 48 + key "
+			      "length 10 + 16") != NULL, "saying so: %s",
+		       detail);
+		free(c);
+	}
+	free(s);
+}
+
+/* A stream without windows records is version 1 throughout, as before. */
+static void test_version_1_streams(void)
+{
+	size_t len, p = 0;
+	unsigned char *s = small_stream(&len, 0);
+	int n = 0, v1 = 0;
+
+	while (p + REC_HDR_SIZE <= len) {
+		n++;
+		v1 += s[p + 6] == 1;
+		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
+	}
+	tap_ok(n == 5 && v1 == n, "no windows records: all %d records of "
+	       "version 1", n);
+	free(s);
+}
+
+/* Every changed byte and every cut of a stream with a windows record is
+ * detected. */
+static void test_windows_corruption(void)
+{
+	size_t len;
+	unsigned char *s = windows_stream(&len);
+	int undetected = 0, cut_bad = 0;
+
+	for (size_t i = 0; i < len; i++)
+		for (int m = 0; m < 2; m++) {
+			unsigned char mask = m ? 0x80 : 0x01;
+
+			s[i] ^= mask;
+			undetected += read_all(s, len, NULL, 0, 0) >= 0;
+			s[i] ^= mask;
+		}
+	for (size_t cut = 0; cut < len; cut++)
+		cut_bad += read_all(s, cut, NULL, 0, 0) != REC_E_TRUNC;
+	tap_is(undetected, 0, "windows stream: every changed byte of %zu is "
+	       "detected%s", len, g_ra ? " (read ahead)" : "");
+	tap_is(cut_bad, 0, "windows stream: every cut is REC_E_TRUNC");
+	free(s);
+}
+
+/* The reader's windows tests (run once plainly, once reading ahead). */
+static void test_windows_reads(void)
+{
+	test_windows_round_trip(0, 0, 0);
+	test_windows_round_trip(3, 0, 0);
+	test_windows_reader();
+	test_windows_corruption();
+}
+
+/* The writer's (run once plainly, once writing behind). */
+static void test_windows_writes(void)
+{
+	test_windows_round_trip(0, 4096, 0);
+	test_windows_round_trip(0, 0, 1);
+	test_windows_round_trip(0, 4096, 1);
+	test_windows_round_trip(0, 100000, 1);
+	test_windows_round_trip(5, 0, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -827,6 +1464,7 @@ static void test_read_ahead(void)
 	test_corruption(0);
 	test_corruption(3);
 	test_reader_errors();
+	test_windows_reads();
 	test_slow_pipe();
 	test_close_while_waiting();
 	g_ra = 0;
@@ -851,6 +1489,7 @@ static void test_write_behind(void)
 {
 	g_wb = 1;
 	test_writes();
+	test_windows_writes();
 	test_epipe();
 	g_wb = 0;
 }
@@ -866,6 +1505,11 @@ int main(void)
 	test_corruption(0);
 	test_corruption(3);
 	test_reader_errors();
+	test_version_1_streams();
+	test_rec_window();
+	test_windows_writes();
+	test_windows_refusals();
+	test_windows_reads();
 	test_epipe();
 	test_slow_pipe();
 	test_read_ahead();

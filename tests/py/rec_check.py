@@ -108,6 +108,10 @@ def item_line(pairs, it, want_stats):
     if it.type != rs.T_SKIPPED:
         line += b" dtype=%s dims=%dx%d" % (rs.DTYPES[it.dtype][0].encode(),
                                            it.dim0, it.dim1)
+        if it.type == rs.T_WINDOWS:
+            line += b" win_len=%d win_hop=%d n_windows=%d pad=%s" % (
+                it.win_len, it.win_hop, it.n_windows,
+                b"yes" if it.win_flags & rs.WIN_PAD else b"no")
         if want_stats:
             line += stats(it)
     line += b" key=" + escape(it.key, True)
@@ -122,6 +126,10 @@ def summary(pairs, items):
     for t in (rs.T_AUDIO, rs.T_FEATURES, rs.T_SKIPPED):
         out += b"type %s %d\n" % (rs.TYPE_NAMES[t].encode(),
                                   sum(i.type == t for i in items))
+    windows = [i for i in items if i.type == rs.T_WINDOWS]
+    if windows:
+        out += b"type windows %d\n" % len(windows)
+        out += b"windows %d\n" % sum(i.n_windows for i in windows)
     for s, name in enumerate(rs.SPLITS):
         out += b"split %s %d\n" % (name.encode(),
                                    sum(i.split == s for i in items))

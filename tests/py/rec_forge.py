@@ -66,11 +66,7 @@ def recompress(data, level):
     pairs, items, _ = rs.read_stream(data)
     b = rs.Builder(pairs)
     for it in items:
-        b.item(it.type, it.data, zstd_level=level, clip=it.clip,
-               offset=it.offset, clip_samples=it.clip_samples,
-               segment=it.segment, label=it.label,
-               sample_rate=it.sample_rate, split=it.split, dtype=it.dtype,
-               key=it.key, dim0=it.dim0, dim1=it.dim1)
+        b.item(it.type, it.data, zstd_level=level, **it.fields())
     return b.bytes()
 
 

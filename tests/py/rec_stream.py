@@ -8,6 +8,12 @@ header is record 0) and the byte offset of the record at fault. The C
 library (lib/rec.c) is tested against it: both must accept and refuse the
 same streams, for the same reason, at the same record.
 
+Format version 2: windows records (type 6) describe windows of their
+samples; window() and expand() turn them into the audio records they
+stand for. Records are written with the lowest version that defines
+their type (type_version), so streams without windows records are
+version 1 byte for byte.
+
 zstd comes from the system's libzstd through ctypes (the C build needs it
 anyway); frames made of raw blocks are also written by hand here.
 """
@@ -17,16 +23,21 @@ import ctypes.util
 import struct
 
 MAGIC = b"MELP"
-VERSION = 1
+VERSION = 2          # the newest format version this reader knows
 HDR_SIZE = 24
 ITEM_META = 48
+WINDOWS_META = 16    # a windows record's fields after its key
 MAX_META = 1 << 20
 DEFAULT_MAX_DATA = 1 << 28
+MAX_SEGMENT = 0xFFFFFFFF
 
 T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER = 1, 2, 3, 4, 5
+T_WINDOWS = 6
 TYPE_NAMES = {1: "header", 2: "audio", 3: "features", 4: "skipped",
-              5: "trailer"}
+              5: "trailer", 6: "windows"}
+DATA_TYPES = (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS)
 F_ZSTD = 1
+WIN_PAD = 1          # windows flag: windows past the samples are padded
 DTYPES = {1: ("s16", 2), 2: ("f32", 4), 3: ("f16", 2), 4: ("bf16", 2)}
 DTYPE_IDS = {name: i for i, (name, _) in DTYPES.items()}
 SPLITS = ["none", "training", "validation", "testing"]
@@ -40,6 +51,12 @@ for _b in range(256):
     for _ in range(8):
         _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
     _CRC_TABLE.append(_c)
+
+
+def type_version(rtype):
+    """The version byte a record of rtype is written with: the lowest
+    format version that defines the type (2 for windows, else 1)."""
+    return 2 if rtype == T_WINDOWS else 1
 
 
 def crc32c(data, crc=0):
@@ -135,12 +152,36 @@ def header_meta(pairs):
 
 def item_meta(clip=0, offset=0, clip_samples=0, segment=0, label=-1,
               sample_rate=16000, split=0, dtype=1, key=b"", dim0=0, dim1=0,
-              key_len=None):
+              key_len=None, win_len=None, win_hop=0, n_windows=0,
+              win_flags=0):
+    """A data record's metadata: the 48 fixed bytes and the key, then,
+    when win_len is given (windows records), the 16 bytes of window
+    fields."""
     key = _b(key)
-    return struct.pack("<QQQIiIBBHII", clip, offset, clip_samples, segment,
+    meta = struct.pack("<QQQIiIBBHII", clip, offset, clip_samples, segment,
                        label, sample_rate, split, dtype,
                        len(key) if key_len is None else key_len,
                        dim0, dim1) + key
+    if win_len is not None:
+        meta += struct.pack("<IIII", win_len, win_hop, n_windows, win_flags)
+    return meta
+
+
+def windows_problem(dim0, segment, win_len, win_hop, n_windows, win_flags):
+    """Why a windows record's description does not fit its dim0 sample
+    frames, or None: the spec's windows rules in its order."""
+    if win_len == 0 or win_hop == 0 or n_windows == 0:
+        return "window length, hop or count is 0"
+    if win_flags & ~WIN_PAD:
+        return "unknown windows flags"
+    if segment + n_windows - 1 > MAX_SEGMENT:
+        return "segment indices run past 2^32 - 1"
+    last = (n_windows - 1) * win_hop
+    if last >= dim0:
+        return "the last window starts past the samples"
+    if not win_flags & WIN_PAD and last + win_len > dim0:
+        return "the last window ends past the samples (no pad flag)"
+    return None
 
 
 def trailer_meta(n_records, n_items, n_skipped, checksum, reserved=0):
@@ -148,11 +189,14 @@ def trailer_meta(n_records, n_items, n_skipped, checksum, reserved=0):
                        reserved)
 
 
-def record(rtype, meta=b"", data=b"", flags=0, raw_len=None, version=VERSION,
+def record(rtype, meta=b"", data=b"", flags=0, raw_len=None, version=None,
            reserved=0, meta_len=None, data_len=None, crc=None, magic=MAGIC):
     """One record's bytes. data is the payload as stored; raw_len defaults
-    to len(data); any header field may be forced to a wrong value; the
-    CRC is computed over what is written unless crc is given."""
+    to len(data); version to the type's (type_version); any header field
+    may be forced to a wrong value; the CRC is computed over what is
+    written unless crc is given."""
+    if version is None:
+        version = type_version(rtype)
     head = bytearray(magic)
     head += struct.pack("<BBBBIIII", rtype, flags, version, reserved,
                         len(meta) if meta_len is None else meta_len,
@@ -183,8 +227,26 @@ class Builder:
         return self
 
     def item(self, rtype, payload=b"", zstd_level=0, raw_frame=False,
-             **fields):
-        """A data record; for audio/features dims must match payload."""
+             check=True, **fields):
+        """A data record; for audio/features dims must match payload. A
+        windows record takes win_len, win_hop, n_windows and win_flags
+        too; its description is checked against its dims (ValueError)
+        unless check is false, which builds broken ones on purpose."""
+        if rtype == T_WINDOWS:
+            if "win_len" not in fields:
+                raise ValueError("a windows record needs win_len, win_hop, "
+                                 "n_windows (and win_flags)")
+            why = windows_problem(fields.get("dim0", 0),
+                                  fields.get("segment", 0),
+                                  fields["win_len"],
+                                  fields.get("win_hop", 0),
+                                  fields.get("n_windows", 0),
+                                  fields.get("win_flags", 0))
+            if check and why:
+                raise ValueError("bad windows record: " + why)
+        elif "win_len" in fields:
+            raise ValueError("window fields in a %s record"
+                             % TYPE_NAMES.get(rtype, rtype))
         flags, stored = 0, payload
         if raw_frame:
             stored, flags = zstd_raw_frame(payload), F_ZSTD
@@ -199,8 +261,7 @@ class Builder:
                                flags=flags, raw_len=len(payload)), rtype)
 
     def trailer(self, **override):
-        data = [k for k in self.kinds if k in (T_AUDIO, T_FEATURES,
-                                               T_SKIPPED)]
+        data = [k for k in self.kinds if k in DATA_TYPES]
         csum = 0
         for rec, k in zip(self.records, self.kinds):
             if k != T_TRAILER:
@@ -237,9 +298,67 @@ class RecError(Exception):
 
 
 class Item:
+    """A data record as read. The window fields are 0 but in windows
+    records."""
     __slots__ = ("type", "clip", "offset", "clip_samples", "segment",
                  "label", "sample_rate", "split", "dtype", "key_len", "dim0",
-                 "dim1", "key", "data", "index")
+                 "dim1", "key", "data", "index", "win_len", "win_hop",
+                 "n_windows", "win_flags")
+
+    def last_segment(self):
+        """The segment index of the last window the record holds."""
+        if self.type == T_WINDOWS:
+            return self.segment + self.n_windows - 1
+        return self.segment
+
+    def fields(self):
+        """The keyword arguments of Builder.item() (and item_meta()) that
+        write this record again."""
+        f = dict(clip=self.clip, offset=self.offset,
+                 clip_samples=self.clip_samples, segment=self.segment,
+                 label=self.label, sample_rate=self.sample_rate,
+                 split=self.split, dtype=self.dtype, key=self.key,
+                 dim0=self.dim0, dim1=self.dim1)
+        if self.type == T_WINDOWS:
+            f.update(win_len=self.win_len, win_hop=self.win_hop,
+                     n_windows=self.n_windows, win_flags=self.win_flags)
+        return f
+
+
+def window(it, i):
+    """Window i of the windows record it as the audio record it stands
+    for (as lib/rec's rec_window()): offset + i * win_hop in the clip,
+    segment index segment + i, the win_len sample frames from frame
+    i * win_hop of the payload, zeros past its end, window fields 0; the
+    other fields, index included, are it's."""
+    if it.type != T_WINDOWS or not 0 <= i < it.n_windows:
+        raise IndexError("no window %d in a %s record" %
+                         (i, TYPE_NAMES.get(it.type, it.type)))
+    frame = DTYPES[it.dtype][1] * it.dim1
+    start = i * it.win_hop
+    w = Item()
+    for name in Item.__slots__:
+        setattr(w, name, getattr(it, name))
+    w.type = T_AUDIO
+    w.offset = it.offset + start
+    w.segment = it.segment + i
+    w.dim0 = it.win_len
+    w.win_len = w.win_hop = w.n_windows = w.win_flags = 0
+    part = it.data[start * frame:(start + it.win_len) * frame]
+    w.data = part + bytes(it.win_len * frame - len(part))
+    return w
+
+
+def expand(items):
+    """items with every windows record replaced by its windows, in order:
+    what the stream holds for a stage that wants one record per window."""
+    out = []
+    for it in items:
+        if it.type == T_WINDOWS:
+            out += [window(it, i) for i in range(it.n_windows)]
+        else:
+            out.append(it)
+    return out
 
 
 def _key_ok(k):
@@ -288,12 +407,15 @@ class Reader:
         rtype, flags, version, reserved, mlen, dlen, rlen, crc = \
             struct.unpack_from("<BBBBIIII", b, p + 4)
         if version > VERSION:
-            self.fail("VERSION", "format version %d is newer than %d"
-                      % (version, VERSION))
+            self.fail("VERSION", "format version %d is newer than this "
+                      "reader's version %d" % (version, VERSION))
         if version == 0:
             self.fail("FORMAT", "invalid format version 0")
         if rtype not in TYPE_NAMES:
             self.fail("FORMAT", "unknown record type %d" % rtype)
+        if version < type_version(rtype):
+            self.fail("FORMAT", "a %s record marked format version %d"
+                      % (TYPE_NAMES[rtype], version))
         if flags & ~F_ZSTD:
             self.fail("FORMAT", "unknown flags")
         if reserved:
@@ -378,9 +500,16 @@ class Reader:
         (it.clip, it.offset, it.clip_samples, it.segment, it.label,
          it.sample_rate, it.split, it.dtype, it.key_len, it.dim0,
          it.dim1) = struct.unpack_from("<QQQIiIBBHII", meta)
-        if len(meta) != ITEM_META + it.key_len:
-            self.fail("FORMAT", "meta_len is not 48 + key_len")
-        it.key = meta[ITEM_META:]
+        wsize = WINDOWS_META if rtype == T_WINDOWS else 0
+        if len(meta) != ITEM_META + it.key_len + wsize:
+            self.fail("FORMAT", "meta_len is not 48 + key_len%s"
+                      % (" + 16" if wsize else ""))
+        it.key = meta[ITEM_META:ITEM_META + it.key_len]
+        it.win_len = it.win_hop = it.n_windows = it.win_flags = 0
+        if wsize:
+            (it.win_len, it.win_hop, it.n_windows,
+             it.win_flags) = struct.unpack_from("<IIII", meta,
+                                                ITEM_META + it.key_len)
         if it.split > 3:
             self.fail("FORMAT", "invalid split")
         if b"\0" in it.key:
@@ -393,11 +522,17 @@ class Reader:
                 self.fail("FORMAT", "invalid dtype")
             if it.dim0 * it.dim1 * DTYPES[it.dtype][1] != len(data):
                 self.fail("FORMAT", "payload does not match dims")
+        if rtype == T_WINDOWS:
+            why = windows_problem(it.dim0, it.segment, it.win_len,
+                                  it.win_hop, it.n_windows, it.win_flags)
+            if why:
+                self.fail("FORMAT", why)
+        # a windows record holds segments segment .. last_segment()
         if self.prev is not None:
-            pc, po = self.prev
-            if it.clip < pc or (it.clip == pc and it.segment <= po):
+            pc, ps = self.prev
+            if it.clip < pc or (it.clip == pc and it.segment <= ps):
                 self.fail("ORDER", "records out of clip/segment order")
-        self.prev = (it.clip, it.segment)
+        self.prev = (it.clip, it.last_segment())
         it.data = data
         it.index = self.nrec
         self.items.append(it)

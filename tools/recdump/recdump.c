@@ -34,7 +34,8 @@ struct opts {
 
 /* Totals for --summary. */
 struct totals {
-	uint64_t by_type[REC_T_TRAILER + 1];
+	uint64_t by_type[REC_T_WINDOWS + 1];
+	uint64_t windows;       /* windows the windows records describe */
 	uint64_t by_split[REC_SPLIT_TESTING + 1];
 	uint64_t *by_label;     /* n_labels + 1 entries; the last: no label */
 	size_t n_labels;
@@ -56,7 +57,10 @@ static void usage(FILE *f)
 "record (checksums, lengths, fields, order, trailer counts) and prints the\n"
 "header's key/value pairs, one line per data record and the trailer.\n"
 "Records are numbered in stream order, the header being record 0, as in\n"
-"the error messages of every melpipe program.\n"
+"the error messages of every melpipe program. A windows record (segment's\n"
+"output, format version 2) shows its samples and the windows it describes:\n"
+"win_len, win_hop, n_windows, and pad=yes when windows that run past the\n"
+"samples are padded with zeros; --summary also counts the windows.\n"
 "\n"
 "Options:\n"
 "  -h, --help            show this help and exit\n"
@@ -289,14 +293,23 @@ static void print_stats(const rec_item *it)
 	printf(" nan=%" PRIu64 " inf=%" PRIu64, nan, inf);
 }
 
+static const char *type_name(int type)
+{
+	switch (type) {
+	case REC_T_AUDIO: return "audio";
+	case REC_T_FEATURES: return "features";
+	case REC_T_SKIPPED: return "skipped";
+	case REC_T_WINDOWS: return "windows";
+	}
+	return "unknown";
+}
+
 static void print_item(const rec_header *h, const rec_item *it,
 		       uint64_t index, int stats)
 {
 	const char *lname = label_name(h, it->label);
 
-	printf("%" PRIu64 " %s clip=%" PRIu64, index,
-	       it->type == REC_T_AUDIO ? "audio"
-	       : it->type == REC_T_FEATURES ? "features" : "skipped",
+	printf("%" PRIu64 " %s clip=%" PRIu64, index, type_name(it->type),
 	       it->clip);
 	if (it->type != REC_T_SKIPPED)
 		printf(" segment=%" PRIu32 " offset=%" PRIu64, it->segment,
@@ -312,6 +325,11 @@ static void print_item(const rec_header *h, const rec_item *it,
 	if (it->type != REC_T_SKIPPED) {
 		printf(" dtype=%s dims=%" PRIu32 "x%" PRIu32,
 		       rec_dtype_name(it->dtype), it->dim0, it->dim1);
+		if (it->type == REC_T_WINDOWS)
+			printf(" win_len=%" PRIu32 " win_hop=%" PRIu32
+			       " n_windows=%" PRIu32 " pad=%s", it->win_len,
+			       it->win_hop, it->n_windows,
+			       it->win_flags & REC_WIN_PAD ? "yes" : "no");
 		if (stats)
 			print_stats(it);
 	}
@@ -348,6 +366,8 @@ static void totals_add(struct totals *t, const rec_item *it)
 		t->clips++;
 	t->last_clip = it->clip;
 	t->by_type[it->type]++;
+	if (it->type == REC_T_WINDOWS)
+		t->windows += it->n_windows;
 	t->by_split[it->split]++;
 	if (it->label < 0)
 		t->by_label[t->n_labels]++;
@@ -358,12 +378,17 @@ static void totals_add(struct totals *t, const rec_item *it)
 	t->payload_bytes += it->data_len;
 }
 
+/* The windows lines appear only for streams that have windows records,
+ * so that the summary of a version 1 stream is what it always was. */
 static void totals_print(const struct totals *t, const rec_header *h)
 {
 	for (int ty = REC_T_AUDIO; ty <= REC_T_SKIPPED; ty++)
-		printf("type %s %" PRIu64 "\n", ty == REC_T_AUDIO ? "audio"
-		       : ty == REC_T_FEATURES ? "features" : "skipped",
-		       t->by_type[ty]);
+		printf("type %s %" PRIu64 "\n", type_name(ty), t->by_type[ty]);
+	if (t->by_type[REC_T_WINDOWS]) {
+		printf("type windows %" PRIu64 "\n",
+		       t->by_type[REC_T_WINDOWS]);
+		printf("windows %" PRIu64 "\n", t->windows);
+	}
 	for (int s = 0; s <= REC_SPLIT_TESTING; s++)
 		printf("split %s %" PRIu64 "\n", rec_split_name(s),
 		       t->by_split[s]);
