@@ -13,10 +13,13 @@ test_expect_success 'set up audio streams' '
 	$MK --kind audio --clips 6 --len 1024 --seed 4 >exact.rec
 '
 
-# cut LEN HOP LAST: segment's output must equal the reference's.
+# cut LEN HOP LAST [IN]: segment's output must equal the reference's,
+# with the windows described (the default) and copied (--copy).
 cut() {
-	segment -q --len $1 --hop $2 --last $3 a.rec >s.rec &&
-	$CHECK a.rec s.rec --stage $1,$2,$3
+	segment -q --len $1 --hop $2 --last $3 ${4:-a.rec} >s.rec &&
+	$CHECK ${4:-a.rec} s.rec --stage $1,$2,$3 &&
+	segment -q --copy --len $1 --hop $2 --last $3 ${4:-a.rec} >c.rec &&
+	$CHECK --copy ${4:-a.rec} c.rec --stage $1,$2,$3
 }
 
 test_expect_success 'hop = len, pad and drop' '
@@ -48,8 +51,7 @@ test_expect_success 'lengths at the edges: one sample more or less' '
 	for args in "256 256 pad" "256 256 drop" "256 100 pad" "256 100 drop" \
 		"100 256 pad" "100 256 drop" "257 1 pad"; do
 		set -- $args &&
-		segment -q --len $1 --hop $2 --last $3 edge.rec >s.rec &&
-		$CHECK edge.rec s.rec --stage $1,$2,$3 || exit 1
+		cut $1 $2 $3 edge.rec || exit 1
 	done
 '
 
@@ -70,10 +72,9 @@ test_expect_success 'every dtype, two interleaved channels' '
 	for dt in s16 f32 f16 bf16; do
 		$MK --kind audio --dtype $dt --channels 2 --clips 12 \
 			--len 0:2000 --skip 4 --seed 5 >c.rec &&
-		segment -q --len 300 --hop 250 c.rec >s.rec &&
-		$CHECK c.rec s.rec --stage 300,250 &&
-		segment -q --len 300 --hop 250 --last drop c.rec >s.rec &&
-		$CHECK c.rec s.rec --stage 300,250,drop || exit 1
+		mv c.rec in.rec &&
+		cut 300 250 pad in.rec &&
+		cut 300 250 drop in.rec || exit 1
 	done
 '
 
@@ -82,7 +83,36 @@ test_expect_success 'two stages: the second numbers windows within the clip' '
 		segment -q --len 512 --hop 256 --last drop >two.rec &&
 	$CHECK a.rec two.rec --stage 2048,2048,drop --stage 512,256,drop &&
 	segment -q --len 1024 a.rec | segment -q --len 100 >two.rec &&
-	$CHECK a.rec two.rec --stage 1024 --stage 100
+	$CHECK a.rec two.rec --stage 1024 --stage 100 &&
+	segment -q --len 1000 --hop 300 a.rec | segment -q --len 256 --hop 100 >two.rec &&
+	$CHECK a.rec two.rec --stage 1000,300 --stage 256,100
+'
+
+test_expect_success 'two stages: described and copied windows mix' '
+	segment -q --copy --len 1000 --hop 300 a.rec |
+		segment -q --len 256 --hop 100 >two.rec &&
+	$CHECK a.rec two.rec --stage 1000,300 --stage 256,100 &&
+	segment -q --len 1000 --hop 300 a.rec |
+		segment -q --copy --len 256 --hop 100 >two.rec &&
+	$CHECK --copy a.rec two.rec --stage 1000,300 --stage 256,100
+'
+
+test_expect_success 'described windows: one record per clip, version 2' '
+	segment -q --len 512 a.rec >w.rec &&
+	segment -q --copy --len 512 a.rec >c.rec &&
+	$PYTHON -c "
+import sys; sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import h5pack_mkrec as m
+_, a, _ = m.read_stream(open(\"a.rec\", \"rb\").read())
+_, w, _ = m.read_stream(open(\"w.rec\", \"rb\").read())
+_, c, _ = m.read_stream(open(\"c.rec\", \"rb\").read())
+assert len(w) == len(a), (len(w), len(a))
+assert any(i[\"type\"] == m.T_WINDOWS for i in w)
+assert all(i[\"type\"] != m.T_WINDOWS for i in c)
+assert m.expand_windows(w) == c
+" &&
+	test $(head -c 7 c.rec | tail -c 1 | od -An -tu1) = 1 &&
+	test $(wc -c <w.rec) -lt $(wc -c <c.rec)
 '
 
 test_expect_success 'a clip with no window becomes a skipped record, warned' '

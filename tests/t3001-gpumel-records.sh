@@ -112,6 +112,37 @@ test_expect_success 'a record larger than a batch, between small ones' '
 	cat check.out
 '
 
+# same A B: the data records of two feature streams are equal, field by
+# field and byte by byte, as are their trailers' counts.
+same() {
+	$PYTHON -c "
+import sys; sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+from gpumel_rec import read_stream
+_, a, ta = read_stream(\"$1\")
+_, b, tb = read_stream(\"$2\")
+assert ta[:3] == tb[:3], (ta, tb)
+assert len(a) == len(b), (len(a), len(b))
+for x, y in zip(a, b):
+    assert x.__dict__ == y.__dict__, (x.key, x.segment, y.segment)
+print(len(a), \"records\")
+"
+}
+
+test_expect_success 'described windows give what copied windows give' '
+	for seg in "--len 1000 --hop 400" "--len 512 --last drop" \
+		"--len 700 --hop 1000" "--len 3000 --hop 250"; do
+		for opts in "$G" "$G --center --dtype f16" "$G --batch 3"; do
+			segment -q $seg in.rec | gpumel $opts >w.rec 2>w.err &&
+			segment -q --copy $seg in.rec |
+				gpumel $opts >c.rec 2>c.err &&
+			same w.rec c.rec &&
+			test_cmp c.err w.err || exit 1
+		done
+	done &&
+	test_grep "clip013.wav.: sample .* is not a finite number" w.err &&
+	test_grep "clip011.wav.: 2 channels" w.err
+'
+
 test_expect_success 'the output is the same read from a pipe' '
 	cat in.rec | gpumel $G >pipe.rec &&
 	$DUMP pipe.rec >a &&

@@ -64,6 +64,28 @@ n = sum(f[g][\"features\"].shape[0] for g in (\"training\", \"validation\",
 assert n == 8 and f[\"testing/features\"].shape[1:] == (800,)"
 '
 
+test_expect_success 'described windows (segment): a row per window' '
+	$MK --kind audio --len 100:3000 --clips 12 --skip 4 --seed 5 >v.rec &&
+	segment -q --len 512 --hop 300 v.rec >w.rec &&
+	segment -q --copy --len 512 --hop 300 v.rec >c.rec &&
+	h5pack -q -o w.h5 w.rec &&
+	$CHECK w.rec w.h5 &&
+	h5pack -q -o c.h5 c.rec &&
+	$PYTHON -c "
+import h5py, numpy as np
+a, b = h5py.File(\"w.h5\"), h5py.File(\"c.h5\")
+def walk(f, out, p=\"\"):
+    for k in f:
+        if isinstance(f[k], h5py.Dataset): out[p + k] = f[k][()]
+        else: walk(f[k], out, p + k + \"/\")
+    return out
+x, y = walk(a, {}), walk(b, {})
+assert sorted(x) == sorted(y) and \"training/features\" in x, sorted(x)
+for k in x:
+    assert np.array_equal(x[k], y[k]), k
+"
+'
+
 test_expect_success 'no splits: one group named all' '
 	$MK --splits none --clips 12 --rows 2 >n.rec &&
 	h5pack -q -o n.h5 n.rec &&

@@ -115,6 +115,30 @@ test_expect_success GPU 'batch size does not change the features' '
 	$CMP close c3.rec b0.rec --input mixed.rec
 '
 
+test_expect_success GPU 'described windows give what copied windows give' '
+	$MK --n 12 --len 40960:40960 --dtype s16 --rate 4096 --seed 24 \
+		>clips.rec &&
+	for seg in "mixed.rec --len 3000 --hop 1100" \
+		"clips.rec --len 512 --hop 512" "clips.rec --len 4096 --hop 1300"
+	do
+		segment -q $seg >win.rec &&
+		segment -q --copy $seg >cop.rec &&
+		for opts in "--n-fft 512 --hop 128 --n-mels 40" \
+			"--n-fft 512 --hop 512 --n-mels 32 --no-center --dtype f16"
+		do
+			gpumel -q --device cuda $opts win.rec >w.gpu &&
+			gpumel -q --device cuda $opts cop.rec >c.gpu &&
+			gpumel -q --device cpu $opts cop.rec >c.cpu &&
+			$CMP same w.gpu c.gpu &&
+			$CMP close w.gpu c.cpu --input cop.rec || exit 1
+		done &&
+		MELPIPE_CUDA_FFT=cufft MELPIPE_CUDA_CHUNK=1000 gpumel -q \
+			--device cuda --n-fft 512 --hop 128 win.rec >w.cufft &&
+		gpumel -q --device cpu --n-fft 512 --hop 128 cop.rec >c.cpu &&
+		$CMP close w.cufft c.cpu --input cop.rec || exit 1
+	done
+'
+
 test_expect_success GPU 'a GPU that does not exist is an error naming it' '
 	test_expect_code 1 gpumel --device cuda:99 mixed.rec >x.rec 2>err &&
 	cat err &&

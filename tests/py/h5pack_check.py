@@ -183,6 +183,7 @@ def check_attrs(f, pairs):
 def check(stream, path, filt):
     import h5py
     pairs, items, _ = mk.read_stream(open(stream, "rb").read())
+    items = mk.expand_windows(items)  # a row per described window
     kind = dec(mk.header_get(pairs, "kind"))
     dtype = mk.DTYPES[dec(mk.header_get(pairs, "dtype"))]
     splits = mk.header_get(pairs, "splits")

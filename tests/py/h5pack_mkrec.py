@@ -23,6 +23,8 @@ import numpy as np
 MAGIC = b"MELP"
 VERSION = 1
 T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER = 1, 2, 3, 4, 5
+T_WINDOWS = 6  # format version 2: samples once, windows described
+WIN_PAD = 1
 DTYPES = {"s16": 1, "f32": 2, "f16": 3, "bf16": 4}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 SPLITS = ["none", "training", "validation", "testing"]
@@ -132,7 +134,8 @@ def read_stream(data):
             raise StreamError("truncated record header at %d" % pos)
         (magic, rtype, flags, ver, _res, mlen, dlen,
          rlen, crc) = struct.unpack_from("<4sBBBBIIII", data, pos)
-        if magic != MAGIC or ver != VERSION or flags != 0 or dlen != rlen:
+        if magic != MAGIC or ver not in (1, 2) or flags != 0 or \
+                dlen != rlen or (rtype == T_WINDOWS and ver != 2):
             raise StreamError("bad record header at %d" % pos)
         end = pos + 24 + mlen + dlen
         if end > len(data):
@@ -152,7 +155,7 @@ def read_stream(data):
             pairs = list(zip(parts[0:-1:2], parts[1:-1:2]))
         elif pairs is None:
             raise StreamError("no header first")
-        elif rtype in (T_AUDIO, T_FEATURES, T_SKIPPED):
+        elif rtype in (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS):
             items.append(parse_item(rtype, meta, payload))
         elif rtype == T_TRAILER:
             n, ni, ns, check, _r = struct.unpack("<QQQII", meta)
@@ -179,9 +182,39 @@ def parse_item(rtype, meta, payload):
     it["type"] = rtype
     it["key"] = bytes(meta[48:48 + it["key_len"]])
     it["data"] = bytes(payload)
-    if len(meta) != 48 + it["key_len"]:
-        raise StreamError("meta_len != 48 + key_len")
+    extra = 16 if rtype == T_WINDOWS else 0
+    if len(meta) != 48 + it["key_len"] + extra:
+        raise StreamError("meta_len != 48 + key_len%s" %
+                          (" + 16" if extra else ""))
+    if rtype == T_WINDOWS:
+        (it["win_len"], it["win_hop"], it["n_windows"],
+         it["win_flags"]) = struct.unpack_from("<IIII", meta,
+                                               48 + it["key_len"])
     return it
+
+
+def expand_windows(items):
+    """The items with every windows record replaced by the audio records
+    of its windows (formats/record.md: window i is win_len frames from
+    frame i * win_hop, zero-padded past the payload)."""
+    out = []
+    for it in items:
+        if it["type"] != T_WINDOWS:
+            out.append(it)
+            continue
+        frame = len(it["data"]) // it["dim0"]
+        for i in range(it["n_windows"]):
+            s = i * it["win_hop"]
+            data = it["data"][s * frame:(s + it["win_len"]) * frame]
+            data += bytes(it["win_len"] * frame - len(data))
+            w = {k: v for k, v in it.items()
+                 if k not in ("win_len", "win_hop", "n_windows",
+                              "win_flags")}
+            w.update(type=T_AUDIO, offset=it["offset"] + s,
+                     segment=it["segment"] + i, dim0=it["win_len"],
+                     data=data)
+            out.append(w)
+    return out
 
 
 def values(it):

@@ -12,6 +12,13 @@ record of OUT must equal the reference's, field by field and byte by byte,
 and OUT's header must be IN's with the segment keys and one stage entry per
 stage. Prints 'ok' or the first difference (exit 1).
 
+By default the last stage is taken to have described its windows (as
+segment does without --copy): each of its parent records (an input audio
+record, or a window of an input windows record) must give one windows
+record holding the samples its windows cover, with the pad flag exactly
+when the last window runs past them. --copy: the last stage copied them,
+one audio record per window. Earlier stages' output is not seen here.
+
 segment_check.py --same A B: the two streams have the same data records
 and header pairs, but for the stage entries (whose command lines differ).
 """
@@ -24,6 +31,7 @@ import h5pack_mkrec as mk  # noqa: E402
 
 FIELDS = ("type", "clip", "offset", "clip_samples", "segment", "label",
           "sample_rate", "split", "dtype", "dim0", "dim1", "key", "data")
+WIN_FIELDS = ("win_len", "win_hop", "n_windows", "win_flags")
 
 
 def stage_arg(s):
@@ -45,9 +53,9 @@ def window_starts(n, length, hop, last):
     return starts
 
 
-def cut(items, length, hop, last):
+def cut(items, length, hop, last, describe=False):
     out, seg, cur = [], 0, None
-    for it in items:
+    for it in mk.expand_windows(items):
         if it["type"] == mk.T_SKIPPED:
             out.append(dict(it))
             continue
@@ -60,6 +68,17 @@ def cut(items, length, hop, last):
                 it["dim0"], length)
             out.append(dict(it, type=mk.T_SKIPPED, dtype=0, dim0=0, dim1=0,
                             data=reason.encode()))
+            continue
+        if describe:
+            end = starts[-1] + length
+            pad = end > it["dim0"]
+            out.append(dict(it, type=mk.T_WINDOWS, segment=seg,
+                            dim0=it["dim0"] if pad else end,
+                            data=it["data"][:min(end, it["dim0"]) * frame],
+                            win_len=length, win_hop=hop,
+                            n_windows=len(starts),
+                            win_flags=mk.WIN_PAD if pad else 0))
+            seg += len(starts)
             continue
         for s in starts:
             data = it["data"][s * frame:(s + length) * frame]
@@ -123,11 +142,14 @@ def main():
     p.add_argument("output")
     p.add_argument("--stage", type=stage_arg, action="append",
                    required=True)
+    p.add_argument("--copy", action="store_true",
+                   help="the last stage ran with --copy")
     a = p.parse_args()
     pairs, items, _ = mk.read_stream(open(a.input, "rb").read())
     opairs, oitems, _ = mk.read_stream(open(a.output, "rb").read())
-    for length, hop, last in a.stage:
-        items = cut(items, length, hop, last)
+    for n, (length, hop, last) in enumerate(a.stage):
+        items = cut(items, length, hop, last,
+                    describe=n == len(a.stage) - 1 and not a.copy)
     base = [(k.decode(), v.decode("utf-8", "surrogateescape"))
             for k, v in pairs]
     err = check_header(opairs, base, a.stage)
@@ -136,11 +158,13 @@ def main():
     for i, (got, want) in enumerate(zip(oitems, items)):
         if err:
             break
-        for f in FIELDS:
-            if got[f] != want[f]:
+        fields = FIELDS + (WIN_FIELDS if want["type"] == mk.T_WINDOWS
+                           else ())
+        for f in fields:
+            if got.get(f) != want[f]:
                 err = "record %d (%r segment %d) %s: %r, want %r" % (
                     i, want["key"], want["segment"], f,
-                    got[f] if f != "data" else len(got[f]),
+                    got.get(f) if f != "data" else len(got[f]),
                     want[f] if f != "data" else len(want[f]))
                 break
     if err:

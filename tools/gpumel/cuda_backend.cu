@@ -331,15 +331,13 @@ static void unlink_batch(cu_ctx *c, cu_batch *cb)
 	c->count = n;
 }
 
-/* Frames a batch of these capacities can hold: each record gives at most
- * 1 + n / hop frames (fewer without centring), and every frame needs
- * n_mels output elements. */
-static uint32_t batch_max_frames(const cu_ctx *c, size_t in_cap,
-				 size_t out_cap, size_t cap_recs)
+/* Frames a batch of these capacities can hold: every frame needs n_mels
+ * output elements of its own. (Not bounded by the input: windows of one
+ * clip may share samples, so a batch's frames can cover its samples many
+ * times over.) */
+static uint32_t batch_max_frames(const cu_ctx *c, size_t out_cap)
 {
-	uint64_t by_in = (uint64_t)in_cap / 2 / c->p.hop_length + cap_recs;
-	uint64_t by_out = (uint64_t)out_cap / c->out_size / c->p.n_mels;
-	uint64_t mf = by_in < by_out ? by_in : by_out;
+	uint64_t mf = (uint64_t)out_cap / c->out_size / c->p.n_mels;
 
 	if (mf > 0x7fffffffu)
 		mf = 0x7fffffffu;
@@ -439,8 +437,7 @@ static int cu_batch_alloc(mel_backend *be, mel_batch *b, size_t in_cap,
 	cb->in_cap = in_cap ? in_cap : 1;
 	cb->out_cap = out_cap ? out_cap : 1;
 	cb->cap_recs = cap_recs;
-	cb->max_frames = batch_max_frames(c, cb->in_cap, cb->out_cap,
-					  cap_recs);
+	cb->max_frames = batch_max_frames(c, cb->out_cap);
 	if (alloc_buffers(c, cb) < 0) {
 		/* keep the reason: the frees may note failures of their own */
 		memcpy(why, be->err, sizeof(why));

@@ -526,6 +526,8 @@ struct loop {
 	size_t target_in;      /* input bytes per batch */
 	size_t batch_recs;     /* --batch */
 	size_t cap_in, cap_out, cap_recs; /* batch size chosen from data */
+	void *pad;             /* reader: a padded window, taken alone */
+	size_t pad_cap;
 	struct stats st;
 };
 
@@ -640,9 +642,11 @@ static int arena_add(struct loop *lp, struct hbatch *hb, const void *s,
 	return 0;
 }
 
-/* Appends an entry for it (metadata copied: it dies at the next read). */
-static struct entry *add_entry(struct loop *lp, struct hbatch *hb,
-			       const rec_item *it)
+/* Appends an entry for it (metadata copied: it dies at the next read).
+ * key_off: where an earlier entry of this batch keeps the same key, or
+ * SIZE_MAX to copy it into the arena. */
+static struct entry *add_entry_key(struct loop *lp, struct hbatch *hb,
+				   const rec_item *it, size_t key_off)
 {
 	struct entry *e;
 
@@ -661,10 +665,18 @@ static struct entry *add_entry(struct loop *lp, struct hbatch *hb,
 	e->label = it->label;
 	e->split = it->split;
 	e->key_len = it->key_len;
-	if (arena_add(lp, hb, it->key, it->key_len, &e->key_off) < 0)
+	e->key_off = key_off;
+	if (key_off == SIZE_MAX &&
+	    arena_add(lp, hb, it->key, it->key_len, &e->key_off) < 0)
 		return NULL;
 	hb->n_ent++;
 	return e;
+}
+
+static struct entry *add_entry(struct loop *lp, struct hbatch *hb,
+			       const rec_item *it)
+{
+	return add_entry_key(lp, hb, it, SIZE_MAX);
 }
 
 static int add_skipped(struct loop *lp, struct hbatch *hb, const rec_item *it,
@@ -707,32 +719,39 @@ static size_t max_sz(size_t a, size_t b)
 	return a > b ? a : b;
 }
 
-/* The batch size, from the first record: about target_in bytes of
- * samples (or --batch records), records of that size. */
-static void choose_sizes(struct loop *lp, size_t in, size_t out)
+/* The batch size, from the first record (in bytes of samples, out bytes
+ * of features, in nrecs computed records: the windows of a windows
+ * record): about target_in bytes of samples (or --batch computed
+ * records), records of that size. */
+static void choose_sizes(struct loop *lp, size_t in, size_t out,
+			 size_t nrecs)
 {
 	size_t k;
 
 	if (lp->batch_recs) {
 		/* --batch: that many records, unless they are huge */
-		k = MAX_BATCH_BYTES / max_sz(in + out, 1);
+		size_t per = max_sz((in + out) / nrecs, 1);
+
+		k = MAX_BATCH_BYTES / per;
 		k = max_sz(1, k < lp->batch_recs ? k : lp->batch_recs);
-		lp->cap_recs = lp->batch_recs;
-		lp->cap_in = max_sz(k * in, 1);
-		lp->cap_out = max_sz(k * out, 1);
+		lp->cap_recs = max_sz(lp->batch_recs, nrecs);
+		lp->cap_in = max_sz(k * in / nrecs, in);
+		lp->cap_out = max_sz(k * out / nrecs, out);
 		return;
 	}
 	lp->cap_in = max_sz(lp->target_in, in);
 	k = lp->cap_in / max_sz(in, 1);
 	/* records vary in length: room for more, shorter ones */
-	lp->cap_recs = k * 2 + 16 < DEFAULT_BATCH_RECS ? k * 2 + 16 :
-		      DEFAULT_BATCH_RECS;
+	lp->cap_recs = k * nrecs * 2 + 16;
+	if (lp->cap_recs > DEFAULT_BATCH_RECS)
+		lp->cap_recs = max_sz(DEFAULT_BATCH_RECS, nrecs);
 	lp->cap_out = max_sz(out, (k + k / 4 + 1) * out);
 }
 
 /* The next free batch, empty, with room for a record of in + out bytes
- * (0, 0: any). NULL on abort. */
-static struct hbatch *get_batch(struct loop *lp, size_t in, size_t out)
+ * and nrecs computed records (0, 0, 0: any). NULL on abort. */
+static struct hbatch *get_batch(struct loop *lp, size_t in, size_t out,
+				size_t nrecs)
 {
 	double t0 = prog_now();
 	struct hbatch *hb = q_pop(lp, &lp->free_q, 1);
@@ -744,10 +763,12 @@ static struct hbatch *get_batch(struct loop *lp, size_t in, size_t out)
 	hb_reset(hb);
 	b = &hb->mb;
 	if ((in || out) && (!hb->allocated || b->in_cap < in ||
-			    b->out_cap < out || b->cap_recs < lp->cap_recs ||
+			    b->out_cap < out || b->cap_recs < nrecs ||
+			    b->cap_recs < lp->cap_recs ||
 			    b->in_cap < lp->cap_in || b->out_cap < lp->cap_out))
 		if (request_resize(lp, hb, max_sz(in, lp->cap_in),
-				   max_sz(out, lp->cap_out), lp->cap_recs) < 0)
+				   max_sz(out, lp->cap_out),
+				   max_sz(nrecs, lp->cap_recs)) < 0)
 			return NULL;
 	return hb;
 }
@@ -866,26 +887,26 @@ static void warn_skip(const rec_item *it, const char *reason)
 	prog_warn("'%s': %s, skipped", key, reason);
 }
 
-/* Makes *cur a batch where an audio record of n samples and nf frames of
- * dtype dt fits. -1 on abort. */
+/* Makes *cur a batch where n samples of dtype dt, giving nrecs computed
+ * records of nf frames in all, fit. -1 on abort. */
 static int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
-		     uint64_t nf)
+		     uint64_t nf, size_t nrecs)
 {
 	size_t isz = dt == REC_S16 ? 2 : 4;
 	size_t in = n * isz, out = nf * lp->p.n_mels * lp->out_size;
 	struct hbatch *hb = *cur;
 
 	if (!lp->cap_in)
-		choose_sizes(lp, in, out);
+		choose_sizes(lp, in, out, nrecs);
 	if (hb && hb->mb.n && hb->mb.in_dtype != dt)
 		flush_batch(lp, cur);
 	hb = *cur;
-	if (hb && hb->allocated && hb->mb.n < hb->mb.cap_recs &&
+	if (hb && hb->allocated && nrecs <= hb->mb.cap_recs - hb->mb.n &&
 	    (hb->in_used + n) * isz <= hb->mb.in_cap &&
 	    (hb->out_used + nf * lp->p.n_mels) * lp->out_size <= hb->mb.out_cap)
 		return 0;
 	flush_batch(lp, cur);
-	*cur = get_batch(lp, in, out);
+	*cur = get_batch(lp, in, out, nrecs);
 	return *cur ? 0 : -1;
 }
 
@@ -901,7 +922,7 @@ static int place_audio(struct loop *lp, struct hbatch **cur,
 	struct entry *e;
 	mel_rec *r;
 
-	if (make_room(lp, cur, dt, it->dim0, nf) < 0)
+	if (make_room(lp, cur, dt, it->dim0, nf, 1) < 0)
 		return -1;
 	hb = *cur;
 	if (copy_samples((char *)hb->mb.in + hb->in_used * isz, it, reason,
@@ -939,9 +960,105 @@ static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it)
 	}
 	warn_skip(it, why);
 	lp->st.skipped_here++;
-	if (!*cur && !(*cur = get_batch(lp, 0, 0)))
+	if (!*cur && !(*cur = get_batch(lp, 0, 0, 0)))
 		return -1;
 	return add_skipped(lp, *cur, it, why, strlen(why));
+}
+
+/* The windows of a windows record, one at a time, as audio records: for
+ * records whose windows cannot all be computed (each gets its own verdict,
+ * exactly as if segment had copied them). */
+static int add_windows_one_by_one(struct loop *lp, struct hbatch **cur,
+				  const rec_item *it)
+{
+	size_t need = (size_t)it->win_len * rec_dtype_size(it->dtype) *
+		      it->dim1;
+	rec_item win;
+
+	if (need > lp->pad_cap) {
+		void *np = realloc(lp->pad, need);
+
+		if (!np) {
+			loop_fail(lp, "out of memory for a window of %zu "
+				  "bytes", need);
+			return -1;
+		}
+		lp->pad = np;
+		lp->pad_cap = need;
+	}
+	for (uint32_t i = 0; i < it->n_windows; i++) {
+		int r;
+
+		if (rec_window(it, i, &win, lp->pad) != REC_OK) {
+			loop_fail(lp, "record %" PRIu64 " ('%.*s'): window %"
+				  PRIu32 " cannot be taken",
+				  rec_reader_count(lp->rd), (int)it->key_len,
+				  it->key, i);
+			return -1;
+		}
+		if ((r = add_audio(lp, cur, &win)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * A windows record: its samples go into a batch once (and zeros after
+ * them for a padded last window), each window becomes a computed record
+ * pointing into them. Windows that cannot be computed (wrong rate, too
+ * short, a sample that is not finite) take the one-by-one path, which
+ * gives each window the verdict a copied window would get.
+ */
+static int add_windows(struct loop *lp, struct hbatch **cur,
+		       const rec_item *it)
+{
+	int dt = it->dtype == REC_S16 ? REC_S16 : REC_F32;
+	size_t isz = dt == REC_S16 ? 2 : 4;
+	uint64_t span = (uint64_t)(it->n_windows - 1) * it->win_hop +
+			it->win_len;
+	uint64_t n = span > it->dim0 ? span : it->dim0;
+	uint64_t nf = mel_n_frames(&lp->p, it->win_len);
+	size_t key_off = SIZE_MAX;
+	char reason[256];
+	rec_item probe = *it;
+	struct hbatch *hb;
+
+	probe.dim0 = it->win_len;
+	/* a record too big for one batch goes window by window too */
+	if (unusable(lp, &probe, nf, reason, sizeof(reason)) ||
+	    n > MAX_BATCH_BYTES / isz || it->n_windows > DEFAULT_BATCH_RECS ||
+	    nf * it->n_windows > MAX_BATCH_BYTES / lp->out_size / lp->p.n_mels)
+		return add_windows_one_by_one(lp, cur, it);
+	if (make_room(lp, cur, dt, n, nf * it->n_windows, it->n_windows) < 0)
+		return -1;
+	hb = *cur;
+	if (copy_samples((char *)hb->mb.in + hb->in_used * isz, it, reason,
+			 sizeof(reason)) < 0)
+		return add_windows_one_by_one(lp, cur, it);
+	memset((char *)hb->mb.in + (hb->in_used + it->dim0) * isz, 0,
+	       (n - it->dim0) * isz);
+	hb->mb.in_dtype = dt;
+	lp->st.audio += it->n_windows;
+	for (uint32_t i = 0; i < it->n_windows; i++) {
+		mel_rec *r = &hb->mb.rec[hb->mb.n];
+		rec_item win = *it;
+		struct entry *e;
+
+		r->in_off = hb->in_used + (uint64_t)i * it->win_hop;
+		r->n_samples = it->win_len;
+		r->n_frames = (uint32_t)nf;
+		r->out_off = hb->out_used;
+		win.offset = it->offset + (uint64_t)i * it->win_hop;
+		win.segment = it->segment + i;
+		e = add_entry_key(lp, hb, &win, key_off);
+		if (!e)
+			return -1;
+		key_off = e->key_off;
+		e->rec = hb->mb.n++;
+		hb->out_used += nf * lp->p.n_mels;
+	}
+	hb->in_used += n;
+	return 0;
 }
 
 static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
@@ -949,9 +1066,11 @@ static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 	switch (it->type) {
 	case REC_T_AUDIO:
 		return add_audio(lp, cur, it);
+	case REC_T_WINDOWS:
+		return add_windows(lp, cur, it);
 	case REC_T_SKIPPED:
 		lp->st.skipped_in++;
-		if (!*cur && !(*cur = get_batch(lp, 0, 0)))
+		if (!*cur && !(*cur = get_batch(lp, 0, 0, 0)))
 			return -1;
 		return add_skipped(lp, *cur, it, it->data, it->data_len);
 	default:
@@ -1245,6 +1364,7 @@ static void loop_free(struct loop *lp)
 		free(lp->hb[i].arena);
 	}
 	free(lp->hb);
+	free(lp->pad);
 	for (size_t i = 0; i < 3; i++) {
 		free(qs[i]->v);
 		pthread_cond_destroy(&qs[i]->cond);

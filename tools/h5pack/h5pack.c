@@ -299,24 +299,66 @@ struct run_stats {
 	uint64_t records;
 };
 
+/* A windows record (segment's output) gives a row per window, as if
+ * segment had copied them (segment --copy). pad holds a padded one. */
+static int add_windows(h5out *h, const rec_item *it, void **pad,
+		       size_t *pad_cap)
+{
+	size_t need = (size_t)it->win_len * rec_dtype_size(it->dtype) *
+		      it->dim1;
+	rec_item win;
+
+	if (need > *pad_cap) {
+		void *np = realloc(*pad, need);
+
+		if (!np) {
+			prog_err("out of memory for a window of %zu bytes",
+				 need);
+			return -1;
+		}
+		*pad = np;
+		*pad_cap = need;
+	}
+	for (uint32_t i = 0; i < it->n_windows; i++) {
+		if (rec_window(it, i, &win, *pad) != REC_OK) {
+			prog_err("'%.*s': window %" PRIu32 " of a windows "
+				 "record cannot be taken", (int)it->key_len,
+				 it->key, i);
+			return -1;
+		}
+		if (h5out_add(h, &win))
+			return -1;
+	}
+	return 0;
+}
+
 static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 			struct run_stats *st)
 {
+	void *pad = NULL;
+	size_t pad_cap = 0;
 	rec_item it;
+	int ret = -1;
 
 	for (;;) {
 		int err = rec_read(r, &it);
 
-		if (err == REC_END)
-			return 0;
+		if (err == REC_END) {
+			ret = 0;
+			break;
+		}
 		if (err) {
 			prog_err("%s", rec_reader_detail(r));
-			return -1;
+			break;
 		}
-		if (h5out_add(h, &it))
-			return -1;
+		if (it.type == REC_T_WINDOWS ? add_windows(h, &it, &pad,
+							   &pad_cap)
+					     : h5out_add(h, &it))
+			break;
 		progress_tick(p, h, ++st->records);
 	}
+	free(pad);
+	return ret;
 }
 
 static void summary(const char *name, const h5out *h)

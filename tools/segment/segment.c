@@ -15,9 +15,20 @@
  * on as a skipped record, so the dataset lists it. Skipped records of the
  * input pass through unchanged.
  *
- * Windows are written straight from the reader's buffer into the writer's
- * (one copy); a padded window is built in the writer's buffer. Nothing is
- * allocated per record.
+ * By default the windows are described, not copied: each audio record
+ * leaves as one windows record (formats/record.md, format version 2)
+ * holding its samples once and the windows' length, hop and count, so the
+ * stream is no bigger than the input and has one record per clip where
+ * copying would have one per window (80 for the seeds' 10 s clips). The
+ * stage that computes features frames the windows itself. --copy writes
+ * one audio record per window instead, for readers that want them so.
+ *
+ * A windows record in the input (a second segment stage) is cut window by
+ * window: each of its windows is a parent record here.
+ *
+ * Samples are written straight from the reader's buffer into the
+ * writer's (one copy); a padded window is built in the writer's buffer.
+ * Nothing is allocated per record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,12 +50,14 @@ struct options {
 	uint32_t len;
 	uint32_t hop;
 	enum last_mode last;
+	int copy;           /* one audio record per window */
 	const char *input;  /* NULL: stdin */
 	const char *output; /* NULL: stdout */
 };
 
 struct stats {
-	uint64_t in_audio;   /* audio records read */
+	uint64_t in_audio;   /* audio records (or windows of windows
+				records) read */
 	uint64_t in_skipped; /* skipped records read and passed on */
 	uint64_t windows;    /* windows written */
 	uint64_t padded;     /* of them padded with zeros */
@@ -65,12 +78,17 @@ static void usage(FILE *f)
 "Cut every audio record of a melpipe stream into windows of N samples.\n"
 "\n"
 "Reads the stream from FILE (or standard input, also for '-') and writes an\n"
-"audio stream with one record per window to standard output. Windows start\n"
-"at samples 0, HOP, 2*HOP, ... of every record; a window's offset is its\n"
-"first sample in the clip and its segment index counts the clip's windows\n"
-"from 0. Two segment stages in a row give two-stage segmentation: the\n"
-"second numbers its windows within the clip across the first's windows\n"
-"(which may overlap: offsets then go back where a parent window starts).\n"
+"audio stream of its windows to standard output. Windows start at samples\n"
+"0, HOP, 2*HOP, ... of every record; a window's offset is its first sample\n"
+"in the clip and its segment index counts the clip's windows from 0. Two\n"
+"segment stages in a row give two-stage segmentation: the second numbers\n"
+"its windows within the clip across the first's windows (which may\n"
+"overlap: offsets then go back where a parent window starts).\n"
+"\n"
+"The windows are described, not copied: every record leaves as one windows\n"
+"record that holds its samples once with the windows' length, hop and\n"
+"count (record format version 2), and gpumel frames the windows itself.\n"
+"--copy writes one audio record per window instead (format version 1).\n"
 "\n"
 "The last window of a record is partial when it would run past the end:\n"
 "with --last pad (the default) it is padded with zeros to N samples, so\n"
@@ -81,6 +99,7 @@ static void usage(FILE *f)
 "of the input pass through.\n"
 "\n"
 "Options:\n"
+"      --copy         one audio record per window, samples copied\n"
 "      --hop=N        samples from one window's start to the next\n"
 "                     (default: the window length; less overlaps windows)\n"
 "      --last=MODE    pad or drop the last, partial window (default: pad)\n"
@@ -102,8 +121,9 @@ static void usage(FILE *f)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_HOP = 256, OPT_LAST, OPT_LEN };
+	enum { OPT_COPY = 256, OPT_HOP, OPT_LAST, OPT_LEN };
 	static const struct option longopts[] = {
+		{ "copy", no_argument, NULL, OPT_COPY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "hop", required_argument, NULL, OPT_HOP },
 		{ "last", required_argument, NULL, OPT_LAST },
@@ -121,6 +141,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
+		case OPT_COPY:
+			o->copy = 1;
+			break;
 		case OPT_HOP:
 			o->hop = (uint32_t)prog_arg_u64("--hop", optarg, 1,
 							MAX_WINDOW);
@@ -257,6 +280,32 @@ static int write_too_short(rec_writer *w, const rec_item *in,
 	return rec_write(w, &sk);
 }
 
+/* Writes the n windows of in as one windows record, from segment index
+ * segment: the samples the windows cover, once. */
+static int describe_windows(rec_writer *w, const rec_item *in, uint64_t n,
+			    const struct options *o, uint32_t segment,
+			    struct stats *st)
+{
+	uint64_t end = (n - 1) * o->hop + o->len;
+	rec_item out = *in;
+
+	out.type = REC_T_WINDOWS;
+	out.segment = segment;
+	out.win_len = o->len;
+	out.win_hop = o->hop;
+	out.n_windows = (uint32_t)n;
+	out.win_flags = 0;
+	if (end > in->dim0) {
+		out.win_flags = REC_WIN_PAD;
+		st->padded++;
+	} else {
+		out.dim0 = (uint32_t)end; /* samples no window covers stay */
+	}
+	out.data_len = (size_t)out.dim0 * rec_dtype_size(in->dtype) *
+		       in->dim1;
+	return rec_write(w, &out);
+}
+
 static int cut_record(rec_writer *w, const rec_item *in,
 		      const struct options *o, struct clip_state *cs,
 		      struct stats *st)
@@ -274,14 +323,53 @@ static int cut_record(rec_writer *w, const rec_item *in,
 			 (int)in->key_len, in->key, in->clip);
 		return -1;
 	}
-	if (n == 0)
+	if (n == 0) {
 		err = write_too_short(w, in, o, cs->next_segment++, st);
-	for (uint64_t i = 0; i < n && !err; i++)
+	} else if (!o->copy) {
+		err = describe_windows(w, in, n, o, cs->next_segment, st);
+		cs->next_segment += (uint32_t)n;
+	}
+	for (uint64_t i = 0; o->copy && i < n && !err; i++)
 		err = write_window(w, in, i * o->hop, o,
 				   cs->next_segment++, st);
 	st->windows += n;
 	if (err)
 		return write_failed(w, rec_strerror(err));
+	return 0;
+}
+
+/* A windows record of the input: each of its windows is cut as an audio
+ * record. pad holds a padded window. */
+static int cut_windows(rec_writer *w, const rec_item *in,
+		       const struct options *o, struct clip_state *cs,
+		       struct stats *st, void **pad, size_t *pad_cap)
+{
+	size_t need = (size_t)in->win_len * rec_dtype_size(in->dtype) *
+		      in->dim1;
+	rec_item win;
+
+	if (need > *pad_cap) {
+		void *np = realloc(*pad, need);
+
+		if (!np) {
+			prog_err("out of memory for a window of %zu bytes",
+				 need);
+			return -1;
+		}
+		*pad = np;
+		*pad_cap = need;
+	}
+	for (uint32_t i = 0; i < in->n_windows; i++) {
+		if (rec_window(in, i, &win, *pad) != REC_OK) {
+			prog_err("'%.*s': window %" PRIu32 " of a windows "
+				 "record cannot be taken", (int)in->key_len,
+				 in->key, i);
+			return -1;
+		}
+		st->in_audio++;
+		if (cut_record(w, &win, o, cs, st))
+			return -1;
+	}
 	return 0;
 }
 
@@ -293,13 +381,22 @@ static int pass_skipped(rec_writer *w, const rec_item *in, struct stats *st)
 	return err ? write_failed(w, rec_strerror(err)) : 0;
 }
 
-/* One data record: cut audio, pass skipped on, refuse anything else. */
+/* The reusable buffer of a padded parent window. */
+struct scratch {
+	void *pad;
+	size_t cap;
+};
+
+/* One data record: cut audio and windows, pass skipped on, refuse
+ * anything else. */
 static int handle_record(rec_writer *w, const rec_item *it,
 			 const struct options *o, struct clip_state *cs,
-			 struct stats *st)
+			 struct stats *st, struct scratch *sc)
 {
 	if (it->type == REC_T_SKIPPED)
 		return pass_skipped(w, it, st);
+	if (it->type == REC_T_WINDOWS)
+		return cut_windows(w, it, o, cs, st, &sc->pad, &sc->cap);
 	if (it->type != REC_T_AUDIO) {
 		prog_err("'%.*s': not an audio record (type %d): segment "
 			 "cuts audio streams", (int)it->key_len, it->key,
@@ -325,20 +422,26 @@ static int copy_records(rec_reader *r, rec_writer *w,
 			const struct options *o, struct stats *st)
 {
 	struct clip_state cs = { 0 };
+	struct scratch sc = { 0 };
 	rec_item it;
+	int ret = -1;
 
 	for (;;) {
 		int err = rec_read(r, &it);
 
-		if (err == REC_END)
-			return 0;
+		if (err == REC_END) {
+			ret = 0;
+			break;
+		}
 		if (err) {
 			prog_err("%s", rec_reader_detail(r));
-			return -1;
+			break;
 		}
-		if (handle_record(w, &it, o, &cs, st))
-			return -1;
+		if (handle_record(w, &it, o, &cs, st, &sc))
+			break;
 	}
+	free(sc.pad);
+	return ret;
 }
 
 static void human_bytes(char *buf, size_t n, uint64_t b)
