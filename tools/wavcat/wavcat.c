@@ -632,10 +632,11 @@ int main(int argc, char **argv)
 		prog_refuse_tty(STDOUT_FILENO);
 	if (gather(&r, argc, argv) || configure(&r) || open_output(&r))
 		goto out;
-	prog_info("%zu inputs, %zu labels, splits %s, %lu Hz, %s%s",
-		  r.cl.n, r.lt.n, r.splits, (unsigned long)r.cfg.rate,
-		  rec_dtype_name(r.cfg.dtype),
-		  r.cfg.resample ? "" : " (not resampled)");
+	prog_info("%zu inputs, %zu labels, splits %s, %lu Hz, %s%s; "
+		  "listed in %.2f s", r.cl.n, r.lt.n, r.splits,
+		  (unsigned long)r.cfg.rate, rec_dtype_name(r.cfg.dtype),
+		  r.cfg.resample ? "" : " (not resampled)",
+		  prog_now() - r.t0);
 	if (make_header(&r, argc, argv)) {
 		prog_err("out of memory");
 		goto out;
