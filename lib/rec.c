@@ -2293,9 +2293,12 @@ int rec_write_reserve(rec_writer *w, size_t data_len, void **payload)
 	if (data_len > UINT32_MAX)
 		return wr_fail(w, REC_E_TOOBIG, "payload of %zu bytes (at "
 			       "most 4 GiB - 1)", data_len);
-	if (w->level == 0 && worst <= w->cap) {
-		if (worst > w->cap - w->len && (err = wr_flush(w)))
-			return err;
+	if (w->level == 0 && worst <= w->cap && worst > w->cap - w->len &&
+	    (err = wr_flush(w)))
+		return err;
+	/* (a flush moves to the next buffer, which may be smaller: one
+	 * that held a large header is larger than the others) */
+	if (w->level == 0 && worst <= w->cap - w->len) {
 		w->res_ptr = w->buf + ALIGN_UP(w->len + REC_HDR_SIZE +
 					       REC_ITEM_META_SIZE +
 					       w->key_hint);
