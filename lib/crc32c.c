@@ -218,3 +218,51 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 }
 
 #endif
+
+/*
+ * Combining: CRCs are linear over GF(2), so the CRC of a then b follows
+ * from crc(a), crc(b) and b's length alone: crc(a b) = crc(a) x^(8 |b|)
+ * mod P + crc(b) (the initial value and final XOR cancel out, as in
+ * zlib's crc32_combine, whose method this is). Polynomials are
+ * reflected: bit 31 is x^0.
+ */
+/* a * b mod P. */
+static uint32_t multmodp(uint32_t a, uint32_t b)
+{
+	uint32_t m = 1u << 31, p = 0;
+
+	for (;;) {
+		if (a & m) {
+			p ^= b;
+			if ((a & (m - 1)) == 0)
+				break;
+		}
+		m >>= 1;
+		b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return p;
+}
+
+static uint32_t x2n_table[32]; /* x^(2^k) mod P */
+static pthread_once_t x2n_once = PTHREAD_ONCE_INIT;
+
+static void x2n_init(void)
+{
+	uint32_t p = 1u << 30; /* x^1 */
+
+	x2n_table[0] = p;
+	for (int k = 1; k < 32; k++)
+		x2n_table[k] = p = multmodp(p, p);
+}
+
+uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+	uint32_t p = 1u << 31; /* x^0 */
+	unsigned k = 3;        /* x^(8 n) = x^(2^3 n) */
+
+	pthread_once(&x2n_once, x2n_init);
+	for (; len2; len2 >>= 1, k++)
+		if (len2 & 1)
+			p = multmodp(x2n_table[k & 31], p);
+	return multmodp(p, crc1) ^ crc2;
+}

@@ -23,6 +23,12 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
  * for tests that compare both paths. */
 uint32_t crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
+/* The CRC32C of a then b from crc1 = CRC32C of a, crc2 = CRC32C of b and
+ * the length of b, without b's bytes (some microseconds): lets a stage
+ * that knows its payload's CRC checksum a new record around it without
+ * another pass over the payload. */
+uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
+
 /* 1 when crc32c() uses the CPU's crc32 instruction, else 0. */
 int crc32c_hw_available(void);
 

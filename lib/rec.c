@@ -1792,6 +1792,8 @@ struct rec_writer {
 	int state;              /* REC_OK or sticky error */
 	char detail[DETAIL_SIZE];
 	struct writebehind *wb; /* NULL: write(2) in wr_flush */
+	int have_data_crc;      /* rec_write_crc(): the payload's CRC is */
+	uint32_t data_crc;      /* known, the record's needs no pass */
 	double t_wait;          /* rec_writer_wait() */
 };
 
@@ -2009,7 +2011,10 @@ static void wr_seal(rec_writer *w, unsigned char *p, struct rhdr *h,
 	h->crc = 0;
 	rhdr_put(p, h);
 	crc = crc32c(0, p, REC_HDR_SIZE + (size_t)h->meta_len);
-	crc = crc32c(crc, data, h->data_len);
+	if (w->have_data_crc && !(h->flags & REC_F_ZSTD))
+		crc = crc32c_combine(crc, w->data_crc, h->data_len);
+	else
+		crc = crc32c(crc, data, h->data_len);
 	put32(p + 20, crc);
 	if (h->type != REC_T_TRAILER) {
 		put32(le, crc);
@@ -2265,6 +2270,19 @@ int rec_write(rec_writer *w, const rec_item *it)
 	if (it->data_len && it->data == NULL)
 		return wr_fail(w, REC_E_INVAL, "no payload");
 	return wr_item(w, it, it->data, it->data_len);
+}
+
+int rec_write_crc(rec_writer *w, const rec_item *it, uint32_t data_crc)
+{
+	int err;
+
+	if (w == NULL)
+		return REC_E_INVAL;
+	w->have_data_crc = 1;
+	w->data_crc = data_crc;
+	err = rec_write(w, it);
+	w->have_data_crc = 0;
+	return err;
 }
 
 /*

@@ -266,6 +266,12 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *h,
  * Write errors (REC_E_IO, REC_E_EPIPE) are final: every later call
  * returns them. */
 int rec_write(rec_writer *w, const rec_item *it);
+/* rec_write() for a caller that has the CRC32C of it->data already (a
+ * decoding thread computed it, or the record it comes from carried it):
+ * the record's checksum is then combined from it without another pass
+ * over the payload. A wrong data_crc gives a record every reader
+ * refuses. */
+int rec_write_crc(rec_writer *w, const rec_item *it, uint32_t data_crc);
 /* Reserves room for one record with a payload of data_len bytes in the
  * output buffer and returns a pointer where the caller writes the payload
  * (uncompressed); rec_write_commit() then appends the record with it->data

@@ -132,10 +132,44 @@ static void test_incremental(void)
 	free(buf);
 }
 
+/* crc32c_combine(crc(a), crc(b), |b|) == crc(a b), against the bitwise
+ * definition, at random split points and over 2 MiB of zeros. */
+static void test_combine(void)
+{
+	size_t len = 3 * 4096 * 4 + 123;
+	unsigned char *buf = malloc(len);
+	int bad = 0;
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (unsigned char)rng();
+	for (int t = 0; t < 300; t++) {
+		size_t a = t < 3 ? (size_t)t : rng() % (len + 1);
+		size_t b = t % 5 == 0 ? len - a : rng() % (len - a + 1);
+		uint32_t ca = ref_crc(buf, a), cb = ref_crc(buf + a, b);
+
+		bad += crc32c_combine(ca, cb, b) != ref_crc(buf, a + b);
+	}
+	tap_is(bad, 0, "combine(crc(a), crc(b), |b|) is crc(a b)");
+	free(buf);
+	{
+		/* crc of 2 MiB of zeros: once directly, once combined */
+		size_t n = 1 << 20;
+		unsigned char *z = calloc(2 * n, 1);
+		uint32_t half = ref_crc(z, n), whole = ref_crc(z, 2 * n);
+
+		tap_is_u64(crc32c_combine(half, half, n), whole,
+			   "combine over 1 MiB of zeros");
+		tap_is_u64(crc32c_combine(0x12345678u, 0, 0), 0x12345678u,
+			   "combine with nothing after it");
+		free(z);
+	}
+}
+
 int main(void)
 {
 	test_vectors();
 	test_against_reference();
 	test_incremental();
+	test_combine();
 	return tap_done();
 }

@@ -19,6 +19,7 @@
 #include <sndfile.h>
 #include <soxr.h>
 
+#include "../../lib/crc32c.h"
 #include "../../lib/rec.h"
 #include "../common/prog.h"
 #include "wavcat.h"
@@ -917,9 +918,13 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out)
 close_fd:
 	close(fd);
 done:
-	d->t_read += prog_now() - t0;
 	if (out->status != DEC_OK)
 		out->n = 0;
+	/* here, on one of many threads, rather than when the writing
+	 * thread seals the record */
+	out->crc = crc32c(0, out->data, (size_t)out->n *
+			  rec_dtype_size(d->cfg.dtype));
+	d->t_read += prog_now() - t0;
 }
 
 /* The rate the file at path claims, or -1. */

@@ -536,7 +536,8 @@ static int write_clip(struct run *r, uint64_t i, const struct decoded *d)
 		r->n_ok++;
 	}
 	t0 = prog_now();
-	err = rec_write(r->w, &it);
+	err = it.type == REC_T_AUDIO ? rec_write_crc(r->w, &it, d->crc)
+				     : rec_write(r->w, &it);
 	r->t_write += prog_now() - t0;
 	if (err) {
 		prog_err("unable to write to '%s': %s", r->out_name,

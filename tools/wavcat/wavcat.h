@@ -148,6 +148,7 @@ struct decoded {
 	size_t cap;          /* bytes allocated at data */
 	uint64_t n;          /* samples */
 	uint64_t clipped;    /* samples clipped to 16 bits */
+	uint32_t crc;        /* CRC32C of the n samples' bytes */
 	char reason[256];
 };
 
