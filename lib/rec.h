@@ -252,6 +252,16 @@ typedef struct rec_writer_opts {
 				show at a later call (the next flush at the
 				latest). rec_writer_flush(), finish and
 				close wait until all is written. */
+	int zero_copy;       /* with write_behind, when fd is a pipe: 1 =
+				hand full buffers to the pipe with
+				vmsplice(2) instead of copying them, once
+				every reader of the pipe is one of this
+				suite's programs (which copy what they
+				read; a reader that splices the pages on,
+				as pv or tee may, must not get them);
+				checked in /proc, write(2) until it passes.
+				2 = vmsplice whatever reads (the caller
+				vouches for it: tests). 0 = write(2). */
 } rec_writer_opts;
 
 /* Opens a writer on fd (not closed by the library) and writes the header
@@ -286,6 +296,8 @@ int rec_writer_flush(rec_writer *w);
 /* Writes the trailer and flushes. Call once, at the end of a good run;
  * a stream whose producer failed must end without one. */
 int rec_writer_finish(rec_writer *w);
+/* Bytes handed to the output with vmsplice(2) so far (zero_copy). */
+uint64_t rec_writer_spliced(const rec_writer *w);
 /* Counters so far. */
 uint64_t rec_writer_count(const rec_writer *w);
 uint64_t rec_writer_bytes(const rec_writer *w);

@@ -1,9 +1,14 @@
 /* xio.c - whole reads and writes on file descriptors. */
 #include "xio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,4 +118,145 @@ void xio_grow_pipe(int fd)
 		if (fcntl(fd, F_SETPIPE_SZ, size) >= 0)
 			return;
 	}
+}
+
+int xio_vmsplice_all(int fd, const void *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	while (iov.iov_len > 0) {
+		ssize_t n = vmsplice(fd, &iov, 1, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		iov.iov_base = (char *)iov.iov_base + n;
+		iov.iov_len -= (size_t)n;
+	}
+	return 0;
+}
+
+long xio_pipe_unread(int fd)
+{
+	int n;
+
+	if (ioctl(fd, FIONREAD, &n) < 0)
+		return -errno;
+	return n;
+}
+
+/* The directory and base name of a process's executable (the link
+ * /proc/PID/exe, or /proc/self/exe for pid 0); -1 when unknown. */
+static int exe_of(long pid, char *dir, size_t len, const char **base)
+{
+	char link[64];
+	ssize_t n;
+	char *slash;
+
+	if (pid)
+		snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+	else
+		snprintf(link, sizeof(link), "/proc/self/exe");
+	n = readlink(link, dir, len - 1);
+	if (n <= 0)
+		return -1;
+	dir[n] = '\0';
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		return -1;
+	*slash = '\0';
+	*base = slash + 1;
+	return 0;
+}
+
+/* 1 when fd number fdname of process pid is a read end of the pipe ino,
+ * 0 when it is something else, -1 when it cannot be told (the process is
+ * not ours to look into, or went away). */
+static int reads_pipe(long pid, const char *fdname, const char *target)
+{
+	char path[320], link[64], info[256];
+	unsigned long flags = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%s", pid, fdname);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -1;
+	link[n] = '\0';
+	if (strcmp(link, target) != 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/fdinfo/%s", pid, fdname);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(info, sizeof(info), f))
+		if (sscanf(info, "flags: %lo", &flags) == 1)
+			break;
+	fclose(f);
+	return (flags & O_ACCMODE) != O_WRONLY;
+}
+
+int xio_pipe_readers_are(int fd, const char *const names[])
+{
+	char target[64], mydir[PATH_MAX], dir[PATH_MAX];
+	const char *base;
+	struct dirent *pe;
+	struct stat st;
+	int readers = 0, ok = 1;
+	DIR *proc;
+
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
+	    exe_of(0, mydir, sizeof(mydir), &base) < 0)
+		return 0;
+	snprintf(target, sizeof(target), "pipe:[%lu]",
+		 (unsigned long)st.st_ino);
+	proc = opendir("/proc");
+	if (proc == NULL)
+		return 0;
+	while (ok && (pe = readdir(proc)) != NULL) {
+		char fddir[64];
+		struct dirent *fe;
+		long pid;
+		DIR *fds;
+		char *end;
+
+		pid = strtol(pe->d_name, &end, 10);
+		if (*end != '\0' || pid <= 0)
+			continue;
+		snprintf(fddir, sizeof(fddir), "/proc/%ld/fd", pid);
+		fds = opendir(fddir);
+		if (fds == NULL)
+			continue; /* gone, or not ours to see */
+		while (ok && (fe = readdir(fds)) != NULL) {
+			int r;
+
+			if (fe->d_name[0] == '.')
+				continue;
+			/* A process we may not look into cannot hold our
+			 * pipe unless we passed it on, which we do not. */
+			r = reads_pipe(pid, fe->d_name, target);
+			if (r < 0 && errno == ENOENT)
+				continue; /* closed meanwhile */
+			if (r < 0)
+				break;
+			if (r == 0)
+				continue;
+			ok = 0;
+			if (exe_of(pid, dir, sizeof(dir), &base) < 0 ||
+			    strcmp(dir, mydir) != 0)
+				break;
+			for (size_t i = 0; names[i]; i++)
+				if (strcmp(base, names[i]) == 0)
+					ok = 1;
+			readers += ok;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return ok && readers > 0;
 }

@@ -32,4 +32,23 @@ ssize_t xio_read_full(int fd, void *buf, size_t len);
  * changes nothing for other kinds of files. */
 void xio_grow_pipe(int fd);
 
+/* Moves all len bytes at buf into the pipe fd with vmsplice(2): the pipe
+ * then refers to those pages instead of a copy of them, so they must not
+ * change until the reader has read them (see xio_pipe_unread()) and must
+ * be given back with munmap, not free, while they may be in the pipe.
+ * Returns 0, or -errno (-EPIPE when the reader went away). */
+int xio_vmsplice_all(int fd, const void *buf, size_t len);
+
+/* Bytes in the pipe fd (either end) that its reader has not read yet, or
+ * -errno. */
+long xio_pipe_unread(int fd);
+
+/* 1 when fd is a pipe and every process that holds its read end, and at
+ * least one, runs a program from the same directory as ours whose name is
+ * one of names (a NULL-terminated list); 0 otherwise, or when it cannot
+ * be told (/proc unreadable, a process not ours to look at). A reader that
+ * copies the bytes out with read(2) is what makes vmsplice safe; one that
+ * splices them on (pv, tee) would keep our pages. */
+int xio_pipe_readers_are(int fd, const char *const names[]);
+
 #endif

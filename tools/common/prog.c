@@ -176,3 +176,23 @@ int prog_open_output(const char *path)
 		prog_refuse_tty(fd);
 	return fd;
 }
+
+int prog_zero_copy(void)
+{
+	const char *e = getenv("MELPIPE_ZERO_COPY");
+
+	return !(e && strcmp(e, "0") == 0);
+}
+
+void prog_report_spliced(uint64_t bytes, uint64_t spliced)
+{
+	if (prog_verbosity <= 0)
+		return;
+	if (spliced)
+		prog_info("output: %.1f of %.1f MB handed to the pipe without "
+			  "a copy (vmsplice)", (double)spliced / 1e6,
+			  (double)bytes / 1e6);
+	else
+		prog_info("output: copied (write); vmsplice only into a pipe "
+			  "read by melpipe programs");
+}

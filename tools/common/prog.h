@@ -58,4 +58,13 @@ double prog_arg_double(const char *opt, const char *arg, double min,
 /* Seconds on a monotonic clock, for -v timing reports. */
 double prog_now(void);
 
+/* The rec_writer_opts.zero_copy a stage asks for: 1 (vmsplice into a pipe
+ * read by this suite's programs), or 0 when the environment variable
+ * MELPIPE_ZERO_COPY is 0 (to compare, or to rule it out). */
+int prog_zero_copy(void);
+
+/* With -v: one line saying how much of the output (bytes in all, spliced
+ * of them with vmsplice) went to the pipe without a copy. */
+void prog_report_spliced(uint64_t bytes, uint64_t spliced);
+
 #endif

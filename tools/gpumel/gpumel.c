@@ -1616,6 +1616,8 @@ static void report(const struct loop *lp, double t_total)
 			  st->t_reader, rec_reader_wait(lp->rd),
 			  st->t_out_blocked, st->t_alloc, st->t_write,
 			  rec_writer_wait(lp->wr));
+		prog_report_spliced(rec_writer_bytes(lp->wr),
+				    rec_writer_spliced(lp->wr));
 	}
 	prog_warn("done %" PRIu64 ", skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,
@@ -1683,7 +1685,8 @@ static int open_writer(struct run *r, const struct options *o,
 {
 	rec_writer_opts wo = { .buffer_size = WRITE_BUFFER,
 			       .name = o->output ? o->output : "stdout",
-			       .write_behind = 1 };
+			       .write_behind = 1,
+			       .zero_copy = prog_zero_copy() };
 	int err;
 
 	r->oh = output_header(rec_reader_header(r->rd), p, argc, argv);

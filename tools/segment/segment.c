@@ -469,6 +469,8 @@ static void report(const rec_reader *r, const rec_writer *w,
 			  "%.2f s, waiting on output %.2f s",
 			  rec_reader_count(r), in_b, rec_writer_count(w),
 			  out_b, t_in, work > 0 ? work : 0, t_out);
+		prog_report_spliced(rec_writer_bytes(w),
+				    rec_writer_spliced(w));
 	}
 	prog_warn("done: %" PRIu64 " records into %" PRIu64 " windows (%"
 		  PRIu64 " padded), skipped %" PRIu64 " (%" PRIu64
@@ -483,7 +485,8 @@ static int run(const struct options *o, int argc, char **argv)
 	const char *in_name = o->input ? o->input : "stdin";
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1 };
 	rec_writer_opts wo = { .name = o->output ? o->output : "stdout",
-			       .write_behind = 1 };
+			       .write_behind = 1,
+			       .zero_copy = prog_zero_copy() };
 	rec_reader *r = NULL;
 	rec_writer *w = NULL;
 	rec_header *h = NULL;

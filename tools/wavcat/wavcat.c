@@ -484,7 +484,8 @@ static const char *writer_why(const rec_writer *w, int err)
 static int open_writer(struct run *r)
 {
 	rec_writer_opts wo = { .zstd_level = r->o.zstd,
-			       .name = r->out_name, .write_behind = 1 };
+			       .name = r->out_name, .write_behind = 1,
+			       .zero_copy = prog_zero_copy() };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
 	if (err) {
@@ -603,6 +604,7 @@ static void report(const struct run *r)
 		  r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n, r->t_read,
 		  r->t_resample, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
+	prog_report_spliced(rec_writer_bytes(r->w), rec_writer_spliced(r->w));
 	if (r->cfg.dtype == REC_S16)
 		prog_info("%llu samples clipped to 16 bits",
 			  (unsigned long long)r->clipped);

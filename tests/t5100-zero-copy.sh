@@ -1,0 +1,150 @@
+#!/bin/sh
+test_description='zero copy: vmsplice into pipes read by melpipe programs only'
+. "$(dirname "$0")/test-lib.sh"
+
+# The stages hand full output buffers to a pipe with vmsplice(2) when every
+# reader of the pipe is one of the suite's programs (from the directory of
+# the writer's own), and copy with write(2) otherwise or with
+# MELPIPE_ZERO_COPY=0. Every stream that went through vmsplice must equal
+# the one that was copied, byte for byte or dataset for dataset.
+
+W="wavcat -v --rate 4096 DATA/"
+S="segment -v --len 512 --hop 512"
+G="gpumel -v --device cpu --n-fft 512 --hop 512 --n-mels 32 --no-center"
+# A slow reader of segment's output: one thread, an FFT twice the window,
+# small batches, and its own output drained slowly (slowcat.py) so that it
+# stops reading now and then while segment's pages sit in the pipe.
+SLOW_G="gpumel --device cpu -j 1 --batch 4 --n-fft 1024 --hop 128 --n-mels 32"
+SPLICED='output: .* MB handed to the pipe without a copy (vmsplice)'
+COPIED='output: copied (write); vmsplice only into a pipe read by melpipe'
+
+# same_datasets A B: the HDF5 files A and B hold the same groups and
+# datasets (names, types, shapes, values) and the same attributes, but for
+# the provenance lines of h5pack, which name the output file.
+same_datasets() {
+	"$PYTHON" - "$1" "$2" <<-\EOF
+	import sys
+	import h5py
+	import numpy as np
+
+	def items(f):
+	    out = {"/": f}
+	    f.visititems(lambda name, obj: out.__setitem__(name, obj))
+	    return out
+
+	def lines(v):
+	    v = [x.decode() if isinstance(x, bytes) else str(x)
+	         for x in np.atleast_1d(v)]
+	    return [x for x in v if not x.startswith(("h5pack ", "stage=h5pack "))]
+
+	a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+	ia, ib = items(a), items(b)
+	bad = []
+	if sorted(ia) != sorted(ib):
+	    bad.append("names differ: %s" % sorted(set(ia) ^ set(ib)))
+	n = 0
+	for name in sorted(set(ia) & set(ib)):
+	    x, y = ia[name], ib[name]
+	    if isinstance(x, h5py.Dataset):
+	        n += 1
+	        u, v = x[()], y[()]
+	        if u.dtype != v.dtype or u.shape != v.shape or \
+	           not np.array_equal(u, v):
+	            bad.append("dataset %s differs" % name)
+	    if sorted(x.attrs) != sorted(y.attrs):
+	        bad.append("attributes of %s differ" % name)
+	        continue
+	    for k in x.attrs:
+	        u, v = x.attrs[k], y.attrs[k]
+	        if k in ("provenance", "stream_header"):
+	            same = lines(u) == lines(v)
+	        else:
+	            same = np.array_equal(np.asarray(u), np.asarray(v))
+	        if not same:
+	            bad.append("attribute %s of %s differs" % (k, name))
+	if n < 20:
+	    bad.append("only %d datasets" % n)
+	print("%d datasets compared" % n)
+	sys.exit("\n".join(bad) if bad else 0)
+	EOF
+}
+
+test_expect_success 'set up 20 MB of clips, a splicing relay, a slow drain' '
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" DATA --labels 3 \
+		--per-label 40 --seconds 20 &&
+	test $(find DATA -name "*.wav" | wc -l) = 120 &&
+	cat >splice.py <<-\EOF &&
+	# Moves stdin to stdout with splice(2): the pages a writer handed to
+	# the input pipe would go on to the output pipe, not a copy of them.
+	import os
+	while os.splice(0, 1, 1 << 20):
+	    pass
+	EOF
+	cat >slowcat.py <<-\EOF &&
+	# Copies stdin to stdout in 16 KiB pieces with a pause after each.
+	import os, time
+	while True:
+	    b = os.read(0, 16384)
+	    if not b:
+	        break
+	    os.write(1, b)
+	    time.sleep(0.0005)
+	EOF
+	$W >clips.rec 2>clips.err &&
+	test_grep "wavcat: $COPIED" clips.err &&
+	recdump -q clips.rec
+'
+
+test_expect_success 'wavcat, segment and gpumel vmsplice into melpipe readers' '
+	$W 2>w.err | $S 2>s.err | $G 2>g.err | h5pack -o zc.h5 &&
+	test_grep "wavcat: $SPLICED" w.err &&
+	test_grep "segment: $SPLICED" s.err &&
+	test_grep "gpumel: $SPLICED" g.err
+'
+
+test_expect_success 'with MELPIPE_ZERO_COPY=0 they copy, into the same dataset' '
+	(
+		MELPIPE_ZERO_COPY=0 && export MELPIPE_ZERO_COPY &&
+		$W 2>w0.err | $S 2>s0.err | $G 2>g0.err | h5pack -o copy.h5
+	) &&
+	test_grep "wavcat: $COPIED" w0.err &&
+	test_grep "segment: $COPIED" s0.err &&
+	test_grep "gpumel: $COPIED" g0.err &&
+	same_datasets zc.h5 copy.h5
+'
+
+test_expect_success 'a reader that is not a melpipe program (cat) gets copies' '
+	$W 2>wc.err | cat | $S 2>sc.err >segs-cat.rec &&
+	test_grep "wavcat: $COPIED" wc.err &&
+	$S <clips.rec 2>/dev/null >segs.rec &&
+	recdump -q segs-cat.rec &&
+	cmp segs-cat.rec segs.rec
+'
+
+test_expect_success 'a reader that splices onward (os.splice) gets copies' '
+	$W 2>ws.err | "$PYTHON" splice.py | recdump -q &&
+	test_grep "wavcat: $COPIED" ws.err &&
+	$W 2>/dev/null | "$PYTHON" splice.py >spliced.rec &&
+	cmp spliced.rec clips.rec
+'
+
+test_expect_success 'a slow melpipe reader gets what a copy would give' '
+	$S <clips.rec 2>s1.err | $SLOW_G | "$PYTHON" slowcat.py >feats-zc.rec &&
+	test_grep "segment: $SPLICED" s1.err &&
+	(
+		MELPIPE_ZERO_COPY=0 && export MELPIPE_ZERO_COPY &&
+		$S <clips.rec 2>s2.err | $SLOW_G >feats-copy.rec
+	) &&
+	test_grep "segment: $COPIED" s2.err &&
+	recdump -q feats-zc.rec &&
+	cmp feats-zc.rec feats-copy.rec
+'
+
+# timeout turns a hang into a failure (it signals its whole process group).
+test_expect_success 'a melpipe reader that stops early ends the stages, no hang' '
+	timeout 300 sh -c "$W 2>we.err | $S 2>se.err | recdump -n 1 >first.txt" &&
+	test_grep "segment: .*Broken pipe" se.err &&
+	test $(grep -c "clip=0" first.txt) = 1
+'
+
+test_done
