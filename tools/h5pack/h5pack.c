@@ -27,6 +27,7 @@
 #include "zstd_filter.h"
 
 #define PROGRESS_EVERY 64       /* records between looks at the clock */
+#define WRITEBACK_EVERY 65536   /* records between writeback kicks */
 #define PROGRESS_INTERVAL 0.1   /* seconds between redraws */
 
 struct options {
@@ -356,6 +357,9 @@ static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 					     : h5out_add(h, &it))
 			break;
 		progress_tick(p, h, ++st->records);
+		/* the disk writes as the rows come, not all at the end */
+		if (st->records % WRITEBACK_EVERY == 0)
+			outfile_writeback();
 	}
 	free(pad);
 	return ret;

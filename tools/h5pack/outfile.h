@@ -31,6 +31,11 @@ int outfile_open(const char *target, int no_clobber);
  * after outfile_open() until outfile_commit()/outfile_abort(). */
 const char *outfile_path(void);
 
+/* Starts writing what is in the page cache of the temporary file to the
+ * disk, without waiting for it, so that the fsync at the commit finds
+ * little left to do. Best effort: the commit's fsync reports errors. */
+void outfile_writeback(void);
+
 /* Once the writer has closed the file: syncs it, gives it the target's
  * name (replacing a previous file in one rename) and syncs the folder.
  * On failure the temporary file is removed. */
