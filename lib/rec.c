@@ -675,6 +675,34 @@ int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad)
 	return REC_OK;
 }
 
+int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
+		    int (*fn)(const rec_item *window, void *arg), void *arg)
+{
+	size_t need;
+	rec_item win;
+	int err;
+
+	if (w == NULL || pad == NULL || pad_cap == NULL || fn == NULL ||
+	    w->type != REC_T_WINDOWS)
+		return REC_E_INVAL;
+	need = (size_t)w->win_len * rec_dtype_size(w->dtype) * w->dim1;
+	if (need > *pad_cap) {
+		void *np = realloc(*pad, need);
+
+		if (np == NULL)
+			return REC_E_NOMEM;
+		*pad = np;
+		*pad_cap = need;
+	}
+	for (uint32_t i = 0; i < w->n_windows; i++) {
+		if ((err = rec_window(w, i, &win, *pad)) != REC_OK)
+			return err;
+		if ((err = fn(&win, arg)) != 0)
+			return err;
+	}
+	return REC_OK;
+}
+
 /*
  * The rules a data record's fields must follow, apart from lengths:
  * returns NULL when it is fine, else the reason (written into buf when it

@@ -172,6 +172,14 @@ uint32_t rec_item_last_segment(const rec_item *it);
  * REC_E_INVAL when w is not a windows record or i is out of range. */
 int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad);
 
+/* Calls fn(window, arg) for each window of the windows record w in order,
+ * as rec_window() gives it; padded windows are built in *pad, which grows
+ * to *pad_cap bytes as needed (start with NULL and 0; the caller frees
+ * it). Returns REC_OK, the first non-zero value fn returns, REC_E_NOMEM,
+ * or REC_E_INVAL when w is not a valid windows record. */
+int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
+		    int (*fn)(const rec_item *window, void *arg), void *arg);
+
 /* Trailer contents. */
 typedef struct rec_trailer {
 	uint64_t n_records;  /* data records (audio+windows+features+skipped) */

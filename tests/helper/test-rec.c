@@ -1030,6 +1030,64 @@ static void test_rec_window(void)
 	free(b.data);
 }
 
+/* rec_each_window()'s callback: records what it was given; stops with 7
+ * at the window whose segment is stop_at. */
+struct each_seen {
+	uint32_t n, stop_at;
+	uint64_t offsets[8];
+	unsigned char bytes[8][40 * 2 * 2];
+};
+
+static int each_fn(const rec_item *win, void *arg)
+{
+	struct each_seen *e = arg;
+
+	if (win->segment == e->stop_at)
+		return 7;
+	if (e->n < 8) {
+		e->offsets[e->n] = win->offset;
+		memcpy(e->bytes[e->n], win->data, win->data_len);
+	}
+	e->n++;
+	return 0;
+}
+
+/* rec_each_window() gives what rec_window() gives, in order, grows the
+ * pad buffer, stops at the callback's first non-zero value. */
+static void test_each_window(void)
+{
+	struct titem a, b;
+	struct each_seen e = { .stop_at = UINT32_MAX };
+	unsigned char want[40 * 2 * 2];
+	void *pad = NULL;
+	size_t cap = 0;
+	rec_item out;
+	int bad = 0;
+
+	titem_windows(&a, REC_S16, 3, 10, 61, 2, 40, 20, 4, REC_WIN_PAD, 5);
+	tap_is(rec_each_window(&a.it, &pad, &cap, each_fn, &e), REC_OK,
+	       "rec_each_window over 4 windows");
+	tap_ok(e.n == 4 && cap >= 40 * 2 * 2, "4 calls, pad grown to a "
+	       "window (%zu bytes)", cap);
+	for (uint32_t i = 0; i < 4 && i < e.n; i++) {
+		rec_window(&a.it, i, &out, want);
+		bad += e.offsets[i] != out.offset ||
+		       memcmp(e.bytes[i], out.data, out.data_len) != 0;
+	}
+	tap_is(bad, 0, "each window as rec_window gives it");
+	e.n = 0;
+	e.stop_at = 12;
+	tap_is(rec_each_window(&a.it, &pad, &cap, each_fn, &e), 7,
+	       "the callback's first non-zero value comes back");
+	tap_is(e.n, 2, "and no window after it is given");
+	titem_make(&b, REC_T_AUDIO, REC_S16, 3, 0, 80, 1, 2);
+	tap_is(rec_each_window(&b.it, &pad, &cap, each_fn, &e), REC_E_INVAL,
+	       "an audio record is refused");
+	free(pad);
+	free(a.data);
+	free(b.data);
+}
+
 /* Descriptions that do not fit their samples, each refused with
  * REC_E_INVAL and a reason by rec_write and by commit. */
 static const struct bad_windows {
@@ -1772,6 +1830,27 @@ static void zc_check_write(const struct zc_write *o, size_t n, int spliced,
 		tap_is_u64(o->spliced, 0, "%s: nothing spliced", what);
 }
 
+/* Writes the test stream with zero_copy zc into a pipe whose read end
+ * (*reader_fd) a thread running fn(arg) reads, and waits for both. */
+static void zc_through_pipe(void *(*fn)(void *), void *arg, int *reader_fd,
+			    int zc, size_t bufsize, size_t n_pairs,
+			    struct zc_write *o, const char *what)
+{
+	pthread_t t;
+	int p[2];
+
+	if (pipe(p) < 0)
+		exit(99);
+	*reader_fd = p[0];
+	zc_start(what);
+	if (pthread_create(&t, NULL, fn, arg))
+		exit(99);
+	zc_write_stream(p[1], zc, bufsize, ZC_RECORDS, n_pairs, o);
+	close(p[1]);
+	pthread_join(t, NULL);
+	zc_end();
+}
+
 /* zc into a pipe read by a thread of ours (a slow one: see struct
  * zc_read); n_pairs extra header pairs. */
 static void zc_pipe_run(int zc, int read_ahead, size_t bufsize,
@@ -1780,19 +1859,9 @@ static void zc_pipe_run(int zc, int read_ahead, size_t bufsize,
 	struct zc_read z = { .read_ahead = read_ahead, .slow = 1,
 			     .n_pairs = n_pairs };
 	struct zc_write o;
-	pthread_t t;
-	int p[2];
 
-	if (pipe(p) < 0)
-		exit(99);
-	z.fd = p[0];
-	zc_start(what);
-	if (pthread_create(&t, NULL, zc_read_main, &z))
-		exit(99);
-	zc_write_stream(p[1], zc, bufsize, ZC_RECORDS, n_pairs, &o);
-	close(p[1]);
-	pthread_join(t, NULL);
-	zc_end();
+	zc_through_pipe(zc_read_main, &z, &z.fd, zc, bufsize, n_pairs, &o,
+			what);
 	zc_check_write(&o, ZC_RECORDS, zc == 2, what);
 	zc_check_read(&z, ZC_RECORDS, what);
 }
@@ -1803,19 +1872,9 @@ static void zc_dribble_run(int zc, size_t bufsize, const char *what)
 	struct zc_dribble d = { .out = temp_fd() };
 	struct zc_read z = { 0 };
 	struct zc_write o;
-	pthread_t t;
-	int p[2];
 
-	if (pipe(p) < 0)
-		exit(99);
-	d.in = p[0];
-	zc_start(what);
-	if (pthread_create(&t, NULL, zc_dribble_main, &d))
-		exit(99);
-	zc_write_stream(p[1], zc, bufsize, ZC_RECORDS, 0, &o);
-	close(p[1]);
-	pthread_join(t, NULL);
-	zc_end();
+	zc_through_pipe(zc_dribble_main, &d, &d.in, zc, bufsize, 0, &o,
+			what);
 	tap_is(d.err, 0, "%s: the copy of the pipe", what);
 	zc_check_write(&o, ZC_RECORDS, zc == 2, what);
 	lseek(d.out, 0, SEEK_SET);
@@ -1950,6 +2009,7 @@ int main(void)
 	test_reader_errors();
 	test_version_1_streams();
 	test_rec_window();
+	test_each_window();
 	test_windows_writes();
 	test_windows_refusals();
 	test_windows_reads();

@@ -965,41 +965,33 @@ static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it)
 	return add_skipped(lp, *cur, it, why, strlen(why));
 }
 
+/* What add_windows_one_by_one() hands each window. */
+struct one_args {
+	struct loop *lp;
+	struct hbatch **cur;
+};
+
+static int add_one(const rec_item *win, void *arg)
+{
+	struct one_args *a = arg;
+
+	return add_audio(a->lp, a->cur, win) < 0 ? 1 : 0;
+}
+
 /* The windows of a windows record, one at a time, as audio records: for
  * records whose windows cannot all be computed (each gets its own verdict,
  * exactly as if segment had copied them). */
 static int add_windows_one_by_one(struct loop *lp, struct hbatch **cur,
 				  const rec_item *it)
 {
-	size_t need = (size_t)it->win_len * rec_dtype_size(it->dtype) *
-		      it->dim1;
-	rec_item win;
+	struct one_args a = { lp, cur };
+	int err = rec_each_window(it, &lp->pad, &lp->pad_cap, add_one, &a);
 
-	if (need > lp->pad_cap) {
-		void *np = realloc(lp->pad, need);
-
-		if (!np) {
-			loop_fail(lp, "out of memory for a window of %zu "
-				  "bytes", need);
-			return -1;
-		}
-		lp->pad = np;
-		lp->pad_cap = need;
-	}
-	for (uint32_t i = 0; i < it->n_windows; i++) {
-		int r;
-
-		if (rec_window(it, i, &win, lp->pad) != REC_OK) {
-			loop_fail(lp, "record %" PRIu64 " ('%.*s'): window %"
-				  PRIu32 " cannot be taken",
-				  rec_reader_count(lp->rd), (int)it->key_len,
-				  it->key, i);
-			return -1;
-		}
-		if ((r = add_audio(lp, cur, &win)) < 0)
-			return r;
-	}
-	return 0;
+	if (err < 0) /* (1: add_audio failed and said why) */
+		loop_fail(lp, "record %" PRIu64 " ('%.*s'): %s",
+			  rec_reader_count(lp->rd), (int)it->key_len, it->key,
+			  rec_strerror(err));
+	return err ? -1 : 0;
 }
 
 /*

@@ -300,37 +300,22 @@ struct run_stats {
 	uint64_t records;
 };
 
+static int add_row(const rec_item *win, void *h)
+{
+	return h5out_add(h, win) ? 1 : 0;
+}
+
 /* A windows record (segment's output) gives a row per window, as if
  * segment had copied them (segment --copy). pad holds a padded one. */
 static int add_windows(h5out *h, const rec_item *it, void **pad,
 		       size_t *pad_cap)
 {
-	size_t need = (size_t)it->win_len * rec_dtype_size(it->dtype) *
-		      it->dim1;
-	rec_item win;
+	int err = rec_each_window(it, pad, pad_cap, add_row, h);
 
-	if (need > *pad_cap) {
-		void *np = realloc(*pad, need);
-
-		if (!np) {
-			prog_err("out of memory for a window of %zu bytes",
-				 need);
-			return -1;
-		}
-		*pad = np;
-		*pad_cap = need;
-	}
-	for (uint32_t i = 0; i < it->n_windows; i++) {
-		if (rec_window(it, i, &win, *pad) != REC_OK) {
-			prog_err("'%.*s': window %" PRIu32 " of a windows "
-				 "record cannot be taken", (int)it->key_len,
-				 it->key, i);
-			return -1;
-		}
-		if (h5out_add(h, &win))
-			return -1;
-	}
-	return 0;
+	if (err < 0) /* (1: add_row failed and said why) */
+		prog_err("'%.*s': %s", (int)it->key_len, it->key,
+			 rec_strerror(err));
+	return err ? -1 : 0;
 }
 
 static int pack_records(rec_reader *r, h5out *h, struct progress *p,

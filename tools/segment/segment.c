@@ -338,39 +338,35 @@ static int cut_record(rec_writer *w, const rec_item *in,
 	return 0;
 }
 
+/* What cut_windows() hands each window of a windows record. */
+struct cut_args {
+	rec_writer *w;
+	const struct options *o;
+	struct clip_state *cs;
+	struct stats *st;
+};
+
+static int cut_one(const rec_item *win, void *arg)
+{
+	struct cut_args *a = arg;
+
+	a->st->in_audio++;
+	return cut_record(a->w, win, a->o, a->cs, a->st) ? 1 : 0;
+}
+
 /* A windows record of the input: each of its windows is cut as an audio
- * record. pad holds a padded window. */
+ * record (a padded one is built in *pad). */
 static int cut_windows(rec_writer *w, const rec_item *in,
 		       const struct options *o, struct clip_state *cs,
 		       struct stats *st, void **pad, size_t *pad_cap)
 {
-	size_t need = (size_t)in->win_len * rec_dtype_size(in->dtype) *
-		      in->dim1;
-	rec_item win;
+	struct cut_args a = { w, o, cs, st };
+	int err = rec_each_window(in, pad, pad_cap, cut_one, &a);
 
-	if (need > *pad_cap) {
-		void *np = realloc(*pad, need);
-
-		if (!np) {
-			prog_err("out of memory for a window of %zu bytes",
-				 need);
-			return -1;
-		}
-		*pad = np;
-		*pad_cap = need;
-	}
-	for (uint32_t i = 0; i < in->n_windows; i++) {
-		if (rec_window(in, i, &win, *pad) != REC_OK) {
-			prog_err("'%.*s': window %" PRIu32 " of a windows "
-				 "record cannot be taken", (int)in->key_len,
-				 in->key, i);
-			return -1;
-		}
-		st->in_audio++;
-		if (cut_record(w, &win, o, cs, st))
-			return -1;
-	}
-	return 0;
+	if (err < 0) /* (1: cut_one failed and said why) */
+		prog_err("'%.*s': %s", (int)in->key_len, in->key,
+			 rec_strerror(err));
+	return err ? -1 : 0;
 }
 
 static int pass_skipped(rec_writer *w, const rec_item *in, struct stats *st)
