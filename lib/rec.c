@@ -1895,6 +1895,7 @@ struct writebehind {
 	int err;                /* first write error, -errno */
 	int stop, started, fd;
 	int zc;                 /* 0 off, 1 when the readers allow, 2 on */
+	int mapped;             /* mem[] from mmap: munmap them */
 	int zc_on;              /* vmsplice in use */
 	unsigned zc_checks;     /* reader checks done */
 	uint64_t nbuf;          /* buffers written */
@@ -1919,6 +1920,23 @@ static int wb_zero_copy(struct writebehind *wb)
 	return wb->zc_on = xio_pipe_readers_are(wb->fd, suite_progs) == 1;
 }
 
+/* vmsplices slot i; where the system refuses vmsplice itself (a
+ * sandbox, an old kernel), writes the rest and the stream goes on
+ * without zero copy (*zc = 0 when nothing of slot i is in the pipe by
+ * reference). */
+static int wb_splice(struct writebehind *wb, int i, int *zc)
+{
+	size_t done;
+	int e = xio_vmsplice_all(wb->fd, wb->mem[i], wb->len[i], &done);
+
+	if (e != -EINVAL && e != -ENOSYS && e != -EOPNOTSUPP)
+		return e;
+	wb->zc = 0;
+	wb->zc_on = 0;
+	*zc = done > 0;
+	return xio_write_all(wb->fd, wb->mem[i] + done, wb->len[i] - done);
+}
+
 static void *wb_main(void *arg)
 {
 	struct writebehind *wb = arg;
@@ -1936,7 +1954,7 @@ static void *wb_main(void *arg)
 		err = wb->err;
 		pthread_mutex_unlock(&wb->mu);
 		if (!err && (zc = wb_zero_copy(wb)))
-			e = xio_vmsplice_all(wb->fd, wb->mem[i], wb->len[i]);
+			e = wb_splice(wb, i, &zc);
 		else if (!err)
 			e = xio_write_all(wb->fd, wb->mem[i], wb->len[i]);
 		pthread_mutex_lock(&wb->mu);
@@ -2024,7 +2042,7 @@ static void wb_free(struct writebehind *wb)
 	pthread_cond_destroy(&wb->cond);
 	pthread_mutex_destroy(&wb->mu);
 	for (int i = 0; i < wb->n; i++)
-		wr_buf_free(wb->zc != 0, wb->mem[i], wb->cap[i]);
+		wr_buf_free(wb->mapped, wb->mem[i], wb->cap[i]);
 	free(wb);
 }
 
@@ -2039,12 +2057,13 @@ static struct writebehind *wb_new(rec_writer *w, int zc)
 		return NULL;
 	wb->fd = w->fd;
 	wb->zc = zc;
+	wb->mapped = zc != 0;
 	wb->n = zc ? WB_SLOTS_ZC : WB_SLOTS;
 	pthread_mutex_init(&wb->mu, NULL);
 	pthread_cond_init(&wb->cond, NULL);
 	for (int i = 1; i < wb->n; i++) {
 		wb->cap[i] = w->cap;
-		if ((wb->mem[i] = wr_buf_alloc(zc != 0, &wb->cap[i])) ==
+		if ((wb->mem[i] = wr_buf_alloc(wb->mapped, &wb->cap[i])) ==
 		    NULL) {
 			wb_free(wb);
 			errno = ENOMEM;

@@ -120,10 +120,11 @@ void xio_grow_pipe(int fd)
 	}
 }
 
-int xio_vmsplice_all(int fd, const void *buf, size_t len)
+int xio_vmsplice_all(int fd, const void *buf, size_t len, size_t *done)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
+	*done = 0;
 	while (iov.iov_len > 0) {
 		ssize_t n = vmsplice(fd, &iov, 1, 0);
 
@@ -136,6 +137,7 @@ int xio_vmsplice_all(int fd, const void *buf, size_t len)
 			return -EIO;
 		iov.iov_base = (char *)iov.iov_base + n;
 		iov.iov_len -= (size_t)n;
+		*done += (size_t)n;
 	}
 	return 0;
 }

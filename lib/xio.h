@@ -36,8 +36,9 @@ void xio_grow_pipe(int fd);
  * then refers to those pages instead of a copy of them, so they must not
  * change until the reader has read them (see xio_pipe_unread()) and must
  * be given back with munmap, not free, while they may be in the pipe.
- * Returns 0, or -errno (-EPIPE when the reader went away). */
-int xio_vmsplice_all(int fd, const void *buf, size_t len);
+ * Returns 0, or -errno (-EPIPE when the reader went away); *done says
+ * how many bytes went before an error. */
+int xio_vmsplice_all(int fd, const void *buf, size_t len, size_t *done);
 
 /* Bytes in the pipe fd (either end) that its reader has not read yet, or
  * -errno. */

@@ -128,6 +128,21 @@ test_expect_success 'a reader that splices onward (os.splice) gets copies' '
 	cmp spliced.rec clips.rec
 '
 
+test_expect_success NOSAN 'where vmsplice is refused, the stages write' '
+	# fault-io.so makes vmsplice fail with EINVAL, as a sandbox or a
+	# kernel without it would
+	(
+		LD_PRELOAD=$TOP/build/obj/tests/helper/fault-io.so &&
+		MELPIPE_FAULT_VMSPLICE=1 &&
+		export LD_PRELOAD MELPIPE_FAULT_VMSPLICE &&
+		$W 2>wf.err | $S 2>sf.err >segs-fault.rec
+	) &&
+	test_grep "wavcat: $COPIED" wf.err &&
+	test_grep "segment: $COPIED" sf.err &&
+	$S <clips.rec 2>/dev/null >segs.rec &&
+	cmp segs-fault.rec segs.rec
+'
+
 test_expect_success 'a slow melpipe reader gets what a copy would give' '
 	$S <clips.rec 2>s1.err | $SLOW_G | "$PYTHON" slowcat.py >feats-zc.rec &&
 	test_grep "segment: $SPLICED" s1.err &&

@@ -5,9 +5,11 @@
  *
  *   MELPIPE_FAULT_PWRITE_AFTER=N  pwrite(2) calls after the N-th fail
  *   MELPIPE_FAULT_FSYNC=1         fsync(2) fails
+ *   MELPIPE_FAULT_VMSPLICE=1      vmsplice(2) fails with EINVAL, as where
+ *                                 a sandbox or kernel does not have it
  *
- * Only pwrite (what HDF5's sec2 driver writes with) and fsync are
- * wrapped; everything else goes straight to the C library. A test helper,
+ * Only pwrite (what HDF5's sec2 driver writes with), fsync and vmsplice
+ * are wrapped; everything else goes straight to the C library. A test helper,
  * never installed; not for sanitizer builds (their runtime must load
  * first).
  */
@@ -16,6 +18,8 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/uio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -64,4 +68,16 @@ int fsync(int fd)
 	}
 	*(void **)&real = dlsym(RTLD_NEXT, "fsync");
 	return real(fd);
+}
+
+ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned flags)
+{
+	ssize_t (*real)(int, const struct iovec *, size_t, unsigned);
+
+	if (limit("MELPIPE_FAULT_VMSPLICE") == 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	*(void **)&real = dlsym(RTLD_NEXT, "vmsplice");
+	return real(fd, iov, n, flags);
 }
