@@ -1838,8 +1838,10 @@ static unsigned char *wr_buf_alloc(int mapped, size_t *cap)
 	if (!mapped)
 		return malloc(*cap);
 	*cap = (*cap + 4095) & ~(size_t)4095;
+	/* populated now: the ring's memory is the same from the first
+	 * record, however much of it a short stream would touch */
 	p = mmap(NULL, *cap, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
