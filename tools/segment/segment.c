@@ -325,13 +325,14 @@ static int cut_record(rec_writer *w, const rec_item *in,
 	}
 	if (n == 0) {
 		err = write_too_short(w, in, o, cs->next_segment++, st);
-	} else if (!o->copy) {
+	} else if (o->copy) {
+		for (uint64_t i = 0; i < n && !err; i++)
+			err = write_window(w, in, i * o->hop, o,
+					   cs->next_segment++, st);
+	} else {
 		err = describe_windows(w, in, n, o, cs->next_segment, st);
 		cs->next_segment += (uint32_t)n;
 	}
-	for (uint64_t i = 0; o->copy && i < n && !err; i++)
-		err = write_window(w, in, i * o->hop, o,
-				   cs->next_segment++, st);
 	st->windows += n;
 	if (err)
 		return write_failed(w, rec_strerror(err));
