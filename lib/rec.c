@@ -783,6 +783,9 @@ struct rec_reader {
 	char *name_buf;
 	uint64_t max_data;
 	int unaligned;        /* hand payloads out where they are */
+	int want_data_crc;    /* derive each payload's CRC (data_crc) */
+	int have_data_crc;    /* data_crc is the last record's */
+	uint32_t data_crc;
 
 	unsigned char *buf;   /* bytes [pos, end) are read, not consumed */
 	size_t cap, pos, end;
@@ -1367,19 +1370,33 @@ static int rd_check_crc(rec_reader *r, const struct rhdr *h)
 {
 	const unsigned char *p = r->buf + r->pos;
 	unsigned char head[REC_HDR_SIZE];
-	uint32_t crc;
+	uint32_t crc, hm = 0; /* hm: CRC of the header and the metadata */
+	int have_hm = 0;
 
+	r->have_data_crc = 0;
 	if (!ra_crc(r, h, &crc)) {
 		memcpy(head, p, REC_HDR_SIZE);
 		memset(head + 20, 0, 4);
-		crc = crc32c(0, head, REC_HDR_SIZE);
-		crc = crc32c(crc, p + REC_HDR_SIZE,
-			     (size_t)h->meta_len + h->data_len);
+		hm = crc32c(crc32c(0, head, REC_HDR_SIZE), p + REC_HDR_SIZE,
+			    h->meta_len);
+		have_hm = 1;
+		crc = crc32c(hm, p + REC_HDR_SIZE + h->meta_len, h->data_len);
 	}
 	if (crc != h->crc)
 		return rd_fail(r, REC_E_CRC, "checksum mismatch (stored "
 			       "0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
 			       h->crc, crc);
+	if (r->want_data_crc && !(h->flags & REC_F_ZSTD)) {
+		if (!have_hm) {
+			memcpy(head, p, REC_HDR_SIZE);
+			memset(head + 20, 0, 4);
+			hm = crc32c(crc32c(0, head, REC_HDR_SIZE),
+				    p + REC_HDR_SIZE, h->meta_len);
+		}
+		/* crc = hm * x^(8 data_len) + payload's CRC (mod P) */
+		r->data_crc = crc ^ crc32c_combine(hm, 0, h->data_len);
+		r->have_data_crc = 1;
+	}
 	return REC_OK;
 }
 
@@ -1715,6 +1732,7 @@ int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
 	r->max_data = opts && opts->max_data ? opts->max_data
 		      : REC_DEFAULT_MAX_DATA;
 	r->unaligned = opts && opts->unaligned;
+	r->want_data_crc = opts && opts->data_crc;
 	r->name_buf = strdup(name);
 	r->name = r->name_buf ? r->name_buf : "input";
 	r->ra_cur = -1;
@@ -1760,6 +1778,14 @@ uint64_t rec_reader_offset(const rec_reader *r)
 uint64_t rec_reader_count(const rec_reader *r)
 {
 	return r ? r->ndata : 0;
+}
+
+int rec_reader_data_crc(const rec_reader *r, uint32_t *crc)
+{
+	if (r == NULL || crc == NULL || r->state || !r->have_data_crc)
+		return 0;
+	*crc = r->data_crc;
+	return 1;
 }
 
 double rec_reader_wait(const rec_reader *r)

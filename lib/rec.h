@@ -209,6 +209,10 @@ typedef struct rec_reader_opts {
 				caller only memcpy()s them); saves moving
 				each payload to a 16-byte boundary. 0:
 				payloads are 16-byte aligned. */
+	int data_crc;        /* 1: keep the CRC32C of each uncompressed
+				payload, derived from the record's checked
+				CRC at the cost of hashing its header and
+				metadata (rec_reader_data_crc()) */
 } rec_reader_opts;
 
 /* Opens a reader on fd (not closed by the library) and reads the header
@@ -234,6 +238,12 @@ const rec_trailer *rec_reader_trailer(const rec_reader *r);
 /* Bytes consumed so far / data records returned so far. */
 uint64_t rec_reader_offset(const rec_reader *r);
 uint64_t rec_reader_count(const rec_reader *r);
+/* With the data_crc option: 1 and *crc = the CRC32C of the payload of the
+ * record rec_read() returned last, when it was stored uncompressed (the
+ * same value crc32c(0, it->data, it->data_len) would give, without a
+ * pass over the payload); else 0. For rec_write_crc() in a stage that
+ * writes the same payload on. */
+int rec_reader_data_crc(const rec_reader *r, uint32_t *crc);
 /* Seconds the caller's thread spent waiting for input so far: in read(2)
  * without read-ahead, for the reading thread's next chunk with it. What a
  * stage's -v report calls waiting for input; cheap (timed per block, not

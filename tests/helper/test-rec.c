@@ -35,6 +35,9 @@ static int g_ra;
 static int g_ua;
 /* Writers write behind in a thread of their own (the third pass). */
 static int g_wb;
+/* check_stream: the stream was written without zstd (every payload's CRC
+ * can be derived by the reader) */
+static int g_plain;
 
 static uint64_t rng(void)
 {
@@ -139,13 +142,15 @@ static void check_stream(int fd, const struct titem *want, size_t n,
 	rec_reader *r = NULL;
 	rec_item it;
 	size_t i = 0;
+	uint32_t crc;
 	int err, bad = 0, misaligned = 0;
+	size_t crc_known = 0, crc_wrong = 0;
 	off_t size = lseek(fd, 0, SEEK_END);
 
 	lseek(fd, 0, SEEK_SET);
 	err = rec_reader_open(&r, fd, &(rec_reader_opts){
 				      .name = what, .read_ahead = g_ra,
-				      .unaligned = g_ua });
+				      .unaligned = g_ua, .data_crc = 1 });
 	if (!tap_is(err, 0, "%s: open", what)) {
 		tap_diag("%s", rec_reader_detail(r));
 		rec_reader_close(r);
@@ -164,12 +169,21 @@ static void check_stream(int fd, const struct titem *want, size_t n,
 		}
 		if (a && (uintptr_t)it.data % 16)
 			misaligned++;
+		if (rec_reader_data_crc(r, &crc)) {
+			crc_known++;
+			crc_wrong += crc != crc32c(0, it.data, it.data_len);
+		}
 		i++;
 	}
 	tap_is(err, REC_END, "%s: ends with REC_END", what);
 	if (err != REC_END)
 		tap_diag("%s", rec_reader_detail(r));
 	tap_is(bad, 0, "%s: every field and payload equal", what);
+	tap_is_u64(crc_wrong, 0, "%s: rec_reader_data_crc() is each payload's "
+		   "CRC32C (%zu known)", what, crc_known);
+	if (g_plain)
+		tap_is_u64(crc_known, n, "%s: and known for every uncompressed "
+			   "payload", what);
 	if (g_ua)
 		tap_ok(misaligned > 0, "%s: unaligned: payloads left where "
 		       "they are (%d not aligned)", what, misaligned);
@@ -370,7 +384,9 @@ static void test_round_trip(int level, size_t bufsize)
 	tap_is_u64(rec_writer_count(w), n, "%s: writer count", what);
 	tap_is_u64(rec_writer_bytes(w), (uint64_t)lseek(fd, 0, SEEK_END),
 		   "%s: writer bytes equal the file size", what);
+	g_plain = level == 0;
 	check_stream(fd, t, n, what);
+	g_plain = 0;
 	rec_writer_close(w);
 	rec_header_free(h);
 	free_items(t, n);

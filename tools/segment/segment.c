@@ -281,10 +281,12 @@ static int write_too_short(rec_writer *w, const rec_item *in,
 }
 
 /* Writes the n windows of in as one windows record, from segment index
- * segment: the samples the windows cover, once. */
+ * segment: the samples the windows cover, once. data_crc: the CRC32C of
+ * in's payload when the reader knows it (else NULL), so that a payload
+ * written on whole needs no pass to checksum it again. */
 static int describe_windows(rec_writer *w, const rec_item *in, uint64_t n,
 			    const struct options *o, uint32_t segment,
-			    struct stats *st)
+			    const uint32_t *data_crc, struct stats *st)
 {
 	uint64_t end = (n - 1) * o->hop + o->len;
 	rec_item out = *in;
@@ -303,12 +305,14 @@ static int describe_windows(rec_writer *w, const rec_item *in, uint64_t n,
 	}
 	out.data_len = (size_t)out.dim0 * rec_dtype_size(in->dtype) *
 		       in->dim1;
+	if (data_crc && out.data_len == in->data_len)
+		return rec_write_crc(w, &out, *data_crc);
 	return rec_write(w, &out);
 }
 
 static int cut_record(rec_writer *w, const rec_item *in,
 		      const struct options *o, struct clip_state *cs,
-		      struct stats *st)
+		      const uint32_t *data_crc, struct stats *st)
 {
 	uint64_t n = window_count(in->dim0, o);
 	int err = 0;
@@ -330,7 +334,8 @@ static int cut_record(rec_writer *w, const rec_item *in,
 			err = write_window(w, in, i * o->hop, o,
 					   cs->next_segment++, st);
 	} else {
-		err = describe_windows(w, in, n, o, cs->next_segment, st);
+		err = describe_windows(w, in, n, o, cs->next_segment,
+				       data_crc, st);
 		cs->next_segment += (uint32_t)n;
 	}
 	st->windows += n;
@@ -352,7 +357,7 @@ static int cut_one(const rec_item *win, void *arg)
 	struct cut_args *a = arg;
 
 	a->st->in_audio++;
-	return cut_record(a->w, win, a->o, a->cs, a->st) ? 1 : 0;
+	return cut_record(a->w, win, a->o, a->cs, NULL, a->st) ? 1 : 0;
 }
 
 /* A windows record of the input: each of its windows is cut as an audio
@@ -386,10 +391,13 @@ struct scratch {
 
 /* One data record: cut audio and windows, pass skipped on, refuse
  * anything else. */
-static int handle_record(rec_writer *w, const rec_item *it,
+static int handle_record(rec_reader *r, rec_writer *w, const rec_item *it,
 			 const struct options *o, struct clip_state *cs,
 			 struct stats *st, struct scratch *sc)
 {
+	uint32_t crc;
+	int have_crc = rec_reader_data_crc(r, &crc);
+
 	if (it->type == REC_T_SKIPPED)
 		return pass_skipped(w, it, st);
 	if (it->type == REC_T_WINDOWS)
@@ -401,7 +409,7 @@ static int handle_record(rec_writer *w, const rec_item *it,
 		return -1;
 	}
 	st->in_audio++;
-	return cut_record(w, it, o, cs, st);
+	return cut_record(w, it, o, cs, have_crc ? &crc : NULL, st);
 }
 
 static int check_kind(const rec_header *h, const char *in_name)
@@ -434,7 +442,7 @@ static int copy_records(rec_reader *r, rec_writer *w,
 			prog_err("%s", rec_reader_detail(r));
 			break;
 		}
-		if (handle_record(w, &it, o, &cs, st, &sc))
+		if (handle_record(r, w, &it, o, &cs, st, &sc))
 			break;
 	}
 	free(sc.pad);
@@ -480,7 +488,8 @@ static void report(const rec_reader *r, const rec_writer *w,
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
-	rec_reader_opts ro = { .name = in_name, .read_ahead = 1 };
+	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
+			       .data_crc = 1 };
 	rec_writer_opts wo = { .name = o->output ? o->output : "stdout",
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
