@@ -1721,6 +1721,22 @@ static int run_stream(struct run *r, const struct options *o,
 	return 0;
 }
 
+/*
+ * Closes the output as soon as the trailer is out: the next stage waits
+ * for end of input, and freeing the GPU's pinned batches and its context
+ * (at exit) takes a while. Exits after a message when close fails.
+ */
+static void close_output(struct run *r)
+{
+	rec_writer_close(r->wr);
+	r->wr = NULL;
+	if (r->out_fd >= 0 && close(r->out_fd) < 0) {
+		prog_err("error closing the output: %s", strerror(errno));
+		exit(EXIT_FAIL);
+	}
+	r->out_fd = -1;
+}
+
 static void run_close(struct run *r)
 {
 	if (r->lp.hb)
@@ -1760,6 +1776,7 @@ int main(int argc, char **argv)
 	    open_writer(&r, &o, &p, argc, argv) < 0 ||
 	    run_stream(&r, &o, &p) < 0)
 		goto out;
+	close_output(&r);
 	ret = EXIT_OK;
 out:
 	run_close(&r);
