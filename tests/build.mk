@@ -30,6 +30,17 @@ $(HELPER_DIR)/fault-io.so: tests/helper/fault-io.c
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $< -ldl
 
+# gpu-trap.so: an LD_PRELOAD library that breaks the CUDA primary context
+# mid-run with a trap kernel (t6400); plain build only, as fault-io.so.
+ifeq ($(SAN),0)
+test-helpers: $(HELPER_DIR)/gpu-trap.so
+endif
+
+$(HELPER_DIR)/gpu-trap.so: tests/helper/gpu-trap.c
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $< -ldl -lpthread
+
 # The fuzz targets' plain mains share their mutations (mutate.c).
 $(HELPER_DIR)/fuzz-rec: $(HELPER_DIR)/mutate.o
 

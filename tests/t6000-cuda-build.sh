@@ -116,18 +116,48 @@ if test -f "$MOCK"; then
 	'
 
 	# A GPU that falls off the bus mid-run (the mock fails the 3rd wait
-	# and everything after it, as a lost context does): gpumel stops with
-	# the call and the reason, does not hang, and h5pack keeps nothing.
+	# and everything after it, as a lost context does): gpumel stops
+	# naming the device, says that the GPU stopped working, names the
+	# call and the reason; it does not hang, and h5pack keeps nothing.
+	STOPPED="cuda:0 (Mock GPU 0 (CPU)): the GPU stopped working: "
+	LOST="^gpumel: $STOPPED"
+	LOST_WHY="failed: unspecified launch failure (the CUDA context is lost"
+	BATCH="GPU work of a batch ([0-9]* records, [0-9]* frames)"
 	test_expect_success 'mock runtime: a GPU lost mid-run is said so' '
 		test_expect_code 1 env MELPIPE_MOCK_LOSE_AT=3 timeout 60 \
 			./gpumel --device cuda --batch 3 m.rec >x.rec 2>err &&
 		cat err &&
-		test_grep "GPU work of a batch.*failed: unspecified launch failure" err &&
+		test_grep "$LOST$BATCH: cudaEventSynchronize $LOST_WHY" err
+	'
+
+	# Each status on its own (dash has no pipefail).
+	test_expect_success 'mock runtime: GPU lost in a pipeline: no dataset' '
 		{ MELPIPE_MOCK_LOSE_AT=4 timeout 60 ./gpumel --device cuda \
-			--batch 3 m.rec 2>err | h5pack -o lost.h5 2>err2;
-		  test $? != 0; } &&
+			--batch 3 m.rec 2>err-pipe; echo $? >gpumel.rc; } |
+		{ timeout 60 h5pack -o lost.h5 2>h5.err; echo $? >h5.rc; } &&
+		cat err-pipe h5.err &&
+		test "$(cat gpumel.rc)" = 1 &&
+		test_grep "$LOST$BATCH: .*$LOST_WHY" err-pipe &&
+		test "$(cat h5.rc)" = 1 &&
 		test ! -e lost.h5 &&
 		test -z "$(ls -A | grep "^\.lost\.h5")"
+	'
+
+	# Lost while the backend starts (the first wait: the constants'
+	# upload): --device cuda fails saying so, --device auto falls back to
+	# the CPU (t6300's policy for a GPU that cannot start).
+	UPLOAD="cudaDeviceSynchronize (uploading constants)"
+	NO_GPU="no usable GPU for --device cuda"
+	test_expect_success 'mock runtime: a GPU lost at start-up is said so' '
+		test_expect_code 1 env MELPIPE_MOCK_LOSE_AT=1 timeout 60 \
+			./gpumel --device cuda m.rec >x.rec 2>err &&
+		cat err &&
+		test_grep "^gpumel: $NO_GPU: $STOPPED$UPLOAD $LOST_WHY" err &&
+		MELPIPE_MOCK_LOSE_AT=1 timeout 60 ./gpumel --device auto m.rec \
+			>y.rec 2>err &&
+		test_grep "($STOPPED$UPLOAD .*); using the CPU backend" err &&
+		gpumel -q --device cpu m.rec >y-cpu.rec &&
+		$CMP same y.rec y-cpu.rec
 	'
 
 	test_expect_success 'mock runtime: no device, or not that one' '

@@ -71,12 +71,18 @@ if test -n "$TORCH_PY"; then
 		recdump -q auto.rec
 	'
 
+	# Each status on its own (dash has no pipefail); gpumel's message
+	# shows that the pipeline ran and failed where it should.
 	test_expect_success GPU 'GPU memory taken: the pipeline fails, no dataset' '
 		hold_gpu 4 &&
-		{ timeout 120 sh -c "set -o pipefail 2>/dev/null;
-		    gpumel --device cuda in.rec | h5pack -o out.h5";
-		  echo $? >rc; release_gpu; } &&
-		test "$(cat rc)" != 0 &&
+		{ { timeout 120 gpumel --device cuda in.rec 2>err-pipe;
+		    echo $? >gpumel.rc; } |
+		  { timeout 120 h5pack -o out.h5 2>h5.err; echo $? >h5.rc; };
+		  release_gpu; } &&
+		cat err-pipe h5.err &&
+		test "$(cat gpumel.rc)" = 1 &&
+		test_grep "^gpumel: .*out of \(GPU \)\?memory" err-pipe &&
+		test "$(cat h5.rc)" = 1 &&
 		test ! -e out.h5 &&
 		test -z "$(ls -A | grep "^\.out\.h5")"
 	'

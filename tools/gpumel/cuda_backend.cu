@@ -90,6 +90,7 @@ typedef struct cu_ctx {
 	mel_backend *be;
 	mel_params p;
 	int dev;
+	char where[128];       /* "cuda:0 (NAME)": the device errors name */
 	int fused;             /* the FFT path: fused kernel or cuFFT */
 	int graphs;
 	size_t out_size;
@@ -117,20 +118,68 @@ static void set_err(cu_ctx *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* 0 on success; else -1 with "WHAT failed: reason" in err. */
+/*
+ * Whether e leaves the device's context broken for good: driver_types.h
+ * says of each that "any further CUDA work will return the same error" and
+ * the process must restart to use CUDA (the "sticky" errors), or the
+ * hardware failed under the work (uncorrectable ECC or NVLink errors). Not
+ * here, as the header does not call them sticky: cudaErrorUnknown,
+ * cudaErrorNoDevice, cudaErrorDevicesUnavailable (busy),
+ * cudaErrorSystemNotReady (start-up), cudaErrorStreamCaptureInvalidated
+ * (an earlier error ended a capture), cudaErrorDeviceUninitialized and
+ * cudaErrorContextIsDestroyed (no context current).
+ */
+static int context_lost(cudaError_t e)
+{
+	switch (e) {
+	case cudaErrorECCUncorrectable:
+	case cudaErrorNvlinkUncorrectable:
+	case cudaErrorIllegalAddress:
+	case cudaErrorLaunchTimeout:
+	case cudaErrorAssert:
+	case cudaErrorHardwareStackError:
+	case cudaErrorIllegalInstruction:
+	case cudaErrorMisalignedAddress:
+	case cudaErrorInvalidAddressSpace:
+	case cudaErrorInvalidPc:
+	case cudaErrorLaunchFailure:
+	/* in the CUDA 13 headers; older ones may lack them */
+#if CUDART_VERSION >= 13000
+	case cudaErrorContained:
+	case cudaErrorTensorMemoryLeak:
+	case cudaErrorExternalDevice:
+#endif
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * 0 on success; else -1 with "DEVICE: WHAT failed: reason" in err (no
+ * DEVICE before try_device has read its name). An error that broke the
+ * context says so: "DEVICE: the GPU stopped working: WHAT failed: reason
+ * (the CUDA context is lost: ...)".
+ */
 static int cu_ok(cu_ctx *c, cudaError_t e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int cu_ok(cu_ctx *c, cudaError_t e, const char *fmt, ...)
 {
 	char what[256];
 	va_list ap;
+	int lost;
 
 	if (e == cudaSuccess)
 		return 0;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	set_err(c, "%s failed: %s", what, cudaGetErrorString(e));
+	lost = context_lost(e);
+	set_err(c, "%s%s%s%s failed: %s%s", c->where, *c->where ? ": " : "",
+		lost ? "the GPU stopped working: " : "", what,
+		cudaGetErrorString(e),
+		lost ? " (the CUDA context is lost: this process cannot use "
+		       "the GPU any more)" : "");
 	return -1;
 }
 
@@ -185,8 +234,8 @@ static int fft_ok(cu_ctx *c, cufftResult r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	set_err(c, "%s failed: %s (cufftResult %d)", what, cufft_str(r),
-		(int)r);
+	set_err(c, "%s%s%s failed: %s (cufftResult %d)", c->where,
+		*c->where ? ": " : "", what, cufft_str(r), (int)r);
 	return -1;
 }
 
@@ -222,8 +271,9 @@ static int dev_alloc(cu_ctx *c, void **p, size_t bytes, const char *what)
 	(void)cudaGetLastError();
 	if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
 		free_b = total_b = 0;
-	set_err(c, "out of GPU memory: cudaMalloc of %zu bytes for %s failed "
-		"(%zu MiB free of %zu MiB)", bytes, what, free_b >> 20,
+	set_err(c, "%s%sout of GPU memory: cudaMalloc of %zu bytes for %s "
+		"failed (%zu MiB free of %zu MiB)", c->where,
+		*c->where ? ": " : "", bytes, what, free_b >> 20,
 		total_b >> 20);
 	return -1;
 }
@@ -908,7 +958,37 @@ static int check_params(const mel_params *p, const mel_fb *fb, char *msg,
 	return bad ? -1 : 0;
 }
 
-/* Makes device d current with a context, if it can run our kernels. */
+/* Checks that gpumel-cuda.so's kernels load on the current device. Only
+ * two errors mean that it has no code for the device; any other is said as
+ * it is (a GPU failing here says so, as everywhere). */
+static int check_kernels(cu_ctx *c, const cudaDeviceProp *prop)
+{
+	cudaError_t e = mel_cuda_kernels_check();
+
+	if (e == cudaErrorInvalidDeviceFunction ||
+	    e == cudaErrorNoKernelImageForDevice) {
+		set_err(c, "%s: gpumel-cuda.so has no code for compute "
+			"capability %d.%d: cudaFuncGetAttributes failed: %s",
+			c->where, prop->major, prop->minor,
+			cudaGetErrorString(e));
+		return -1;
+	}
+	if (e == cudaErrorUnsupportedPtxVersion) {
+		set_err(c, "%s: the NVIDIA driver cannot compile "
+			"gpumel-cuda.so's code for compute capability %d.%d: "
+			"cudaFuncGetAttributes failed: %s (the driver is older "
+			"than the CUDA %d.%d that built it: update the driver)",
+			c->where, prop->major, prop->minor,
+			cudaGetErrorString(e), CUDART_VERSION / 1000,
+			CUDART_VERSION % 1000 / 10);
+		return -1;
+	}
+	return cu_ok(c, e, "loading gpumel-cuda.so's kernels: "
+		     "cudaFuncGetAttributes");
+}
+
+/* Makes device d current with a context, if it can run our kernels; from
+ * its properties on, errors name it (c->where). */
 static int try_device(cu_ctx *c, int d)
 {
 	cudaDeviceProp prop;
@@ -916,23 +996,22 @@ static int try_device(cu_ctx *c, int d)
 
 	/* a failure on an earlier device may have left its error behind */
 	(void)cudaGetLastError();
+	c->where[0] = '\0';
+	if (cu_ok(c, cudaGetDeviceProperties(&prop, d),
+		  "cudaGetDeviceProperties (CUDA device %d)", d) < 0)
+		return -1;
+	snprintf(c->where, sizeof(c->where), "cuda:%d (%.80s)", d, prop.name);
 	if (cu_ok(c, cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, d),
-		  "cudaDeviceGetAttribute (device %d)", d) < 0)
+		  "cudaDeviceGetAttribute (compute mode)") < 0)
 		return -1;
 	if (mode == cudaComputeModeProhibited) {
-		set_err(c, "CUDA device %d is in prohibited compute mode", d);
+		set_err(c, "%s: the device is in prohibited compute mode",
+			c->where);
 		return -1;
 	}
-	if (cu_ok(c, cudaGetDeviceProperties(&prop, d),
-		  "cudaGetDeviceProperties (device %d)", d) < 0 ||
-	    cu_ok(c, cudaSetDevice(d), "cudaSetDevice(%d)", d) < 0 ||
-	    cu_ok(c, cudaFree(0), "creating a context on CUDA device %d (%s): "
-		  "cudaFree(0)", d, prop.name) < 0)
-		return -1;
-	if (cu_ok(c, mel_cuda_kernels_check(),
-		  "gpumel-cuda.so has no code for CUDA device %d (%s, compute "
-		  "capability %d.%d): cudaFuncGetAttributes", d, prop.name,
-		  prop.major, prop.minor) < 0)
+	if (cu_ok(c, cudaSetDevice(d), "cudaSetDevice(%d)", d) < 0 ||
+	    cu_ok(c, cudaFree(0), "creating a context: cudaFree(0)") < 0 ||
+	    check_kernels(c, &prop) < 0)
 		return -1;
 	c->dev = d;
 	snprintf(c->be->name, sizeof(c->be->name), "cuda:%d: %.80s (%s)", d,
