@@ -3,10 +3,18 @@
  * walked recursively, lists of paths (@LISTFILE, "-"). Only regular files
  * are ever opened later; anything else with an audio name becomes a clip
  * carrying the reason it cannot be used, so that it is accounted for.
+ *
+ * The list is kept the way sort(1) keeps its lines: in a buffer of at
+ * most --sort-buffer bytes, written out sorted as a run to a temporary
+ * file whenever it would grow past that, and the runs merged (16 at a
+ * time) into the one ordered sequence that the rest of wavcat reads,
+ * as many times as it needs. Memory then does not grow with the number
+ * of inputs; when they all fit, nothing is written.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +27,6 @@
 #include "../common/prog.h"
 #include "wavcat.h"
 
-#define NO_SKIP SIZE_MAX   /* skip_off of a clip with no known problem */
 #define MAX_DEPTH 200      /* folders nested deeper are not walked */
 
 /* ------------------------------------------------------------------ */
@@ -192,30 +199,304 @@ void quote_name(FILE *f, const char *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* The clip list */
+/* The clip list: a bounded buffer, sorted runs on a temporary file */
 
-/* Appends len bytes of s and a NUL to the arena; returns the offset or
- * SIZE_MAX when out of memory. */
-static size_t arena_add(struct clip_list *cl, const char *s, size_t len)
+/* An entry, in the buffer and on the temporary file alike: this header,
+ * the path and a NUL, then the skip reason and a NUL when there is one.
+ * The file is read back only by the process that wrote it: native byte
+ * order. */
+struct ent_hdr {
+	uint32_t path_len;
+	uint16_t key_len;    /* the key is the path's last key_len bytes */
+	uint16_t skip_len;   /* the reason's length + 1; 0: none */
+	int32_t root;
+};
+
+#define HDR_SIZE sizeof(struct ent_hdr)
+#define MAX_REASON 65534u
+#define FIRST_CAP (64u << 10)  /* the buffer's first size */
+#define WBUF_SIZE (64u << 10)  /* bytes gathered per write() */
+#define FAN_IN 16              /* runs merged at once */
+#define RBUF_MIN (4u << 10)    /* a run's read buffer, at least */
+
+/* A sorted run on the temporary file. */
+struct clip_run {
+	uint64_t off, len;
+};
+
+/* One sorted source of a merge: the buffer's entries, or a run. */
+struct src {
+	struct clip cur;
+	int is_mem;
+	size_t i;                /* the buffer's next entry */
+	uint64_t pos, end;       /* the run's bytes not yet read */
+	char *buf;               /* the run's bytes read, [off, fill) */
+	size_t cap, off, fill;
+};
+
+/* The ordered sequence: a heap of sources on their current clips. */
+struct clip_merge {
+	struct src *src;
+	struct src **heap;
+	size_t n_src, n_heap;
+	int pending;             /* heap[0]'s clip was handed out */
+};
+
+static size_t ent_size(const struct ent_hdr *h)
 {
-	size_t off = cl->arena_len;
-	char *na;
+	return HDR_SIZE + h->path_len + 1 + h->skip_len;
+}
 
-	if (cl->arena_cap - cl->arena_len < len + 1) {
-		size_t cap = cl->arena_cap ? cl->arena_cap : 1 << 16;
+/* The clip of the whole entry at p. */
+static void ent_clip(const char *p, struct clip *c)
+{
+	struct ent_hdr h;
 
-		while (cap - cl->arena_len < len + 1)
-			cap *= 2;
-		na = realloc(cl->arena, cap);
-		if (na == NULL)
-			return SIZE_MAX;
-		cl->arena = na;
-		cl->arena_cap = cap;
+	memcpy(&h, p, HDR_SIZE);
+	c->path = p + HDR_SIZE;
+	c->key = c->path + (h.path_len - h.key_len);
+	c->skip = h.skip_len ? c->path + h.path_len + 1 : NULL;
+	c->root = h.root;
+	c->label = -1;
+	c->split = 0;
+}
+
+/* The entry a clip handed out by ent_clip() comes from, and its size. */
+static const char *clip_ent(const struct clip *c, size_t *size)
+{
+	const char *p = c->path - HDR_SIZE;
+	struct ent_hdr h;
+
+	memcpy(&h, p, HDR_SIZE);
+	*size = ent_size(&h);
+	return p;
+}
+
+static int cmp_reason(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
+/* The output order: keys bytewise, then paths. Root and reason order
+ * only entries otherwise equal, so that the order is one and the same
+ * however the entries were cut into runs. */
+static int cmp_clip(const struct clip *a, const struct clip *b)
+{
+	int c = strcmp(a->key, b->key);
+
+	if (c == 0)
+		c = strcmp(a->path, b->path);
+	if (c == 0)
+		c = (a->root > b->root) - (a->root < b->root);
+	if (c == 0)
+		c = cmp_reason(a->skip, b->skip);
+	return c;
+}
+
+static int cmp_off(const void *pa, const void *pb, void *base)
+{
+	struct clip a, b;
+
+	ent_clip((const char *)base + *(const size_t *)pa, &a);
+	ent_clip((const char *)base + *(const size_t *)pb, &b);
+	return cmp_clip(&a, &b);
+}
+
+/* The offsets of the buffer's entries, at its end. */
+static size_t *mem_index(const struct clip_list *cl)
+{
+	return (size_t *)(void *)(cl->buf + cl->cap) - cl->n_mem;
+}
+
+void inputs_init(struct clip_list *cl, size_t limit, const char *tmp_dir)
+{
+	const char *t = getenv("TMPDIR");
+
+	memset(cl, 0, sizeof(*cl));
+	cl->sort_limit = (limit < WAVCAT_SORT_MIN ? WAVCAT_SORT_MIN : limit) &
+			 ~(size_t)7;
+	cl->tmp_dir = tmp_dir ? tmp_dir : t && *t ? t : "/tmp";
+	cl->tmp_fd = -1;
+}
+
+/* Says what went wrong with the temporary file; returns -1. */
+static int tmp_fail(const struct clip_list *cl, const char *what, int err)
+{
+	prog_err("unable to %s a temporary file in '%s': %s", what,
+		 cl->tmp_dir, strerror(err));
+	return -1;
+}
+
+/* Creates the temporary file, with no name (O_TMPFILE), or unlinked at
+ * once where the file system cannot do that: it never outlives us. */
+static int tmp_open(struct clip_list *cl)
+{
+	char *path = NULL;
+	int fd;
+
+	fd = open(cl->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR ||
+		       errno == EINVAL)) {
+		if (asprintf(&path, "%s/wavcat.XXXXXX", cl->tmp_dir) < 0) {
+			prog_err("out of memory");
+			return -1;
+		}
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+		free(path);
 	}
-	memcpy(cl->arena + off, s, len);
-	cl->arena[off + len] = '\0';
-	cl->arena_len += len + 1;
-	return off;
+	if (fd < 0) {
+		prog_err("unable to create a temporary file in '%s' for the "
+			 "list of inputs: %s (set TMPDIR, or give a larger "
+			 "--sort-buffer)", cl->tmp_dir, strerror(errno));
+		return -1;
+	}
+	cl->wbuf = malloc(WBUF_SIZE);
+	if (cl->wbuf == NULL) {
+		close(fd);
+		prog_err("out of memory");
+		return -1;
+	}
+	cl->tmp_fd = fd;
+	return 0;
+}
+
+static int tmp_write(struct clip_list *cl, const char *p, size_t n)
+{
+	ssize_t k;
+
+	while (n > 0) {
+		k = write(cl->tmp_fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return tmp_fail(cl, "write", k < 0 ? errno : ENOSPC);
+		p += k;
+		n -= (size_t)k;
+		cl->tmp_size += (uint64_t)k;
+	}
+	return 0;
+}
+
+static int tmp_flush(struct clip_list *cl)
+{
+	int err = tmp_write(cl, cl->wbuf, cl->wlen);
+
+	cl->wlen = 0;
+	return err;
+}
+
+/* Appends an entry to the run being written. */
+static int run_put(struct clip_list *cl, const char *ent, size_t size)
+{
+	if (WBUF_SIZE - cl->wlen < size && tmp_flush(cl))
+		return -1;
+	if (size > WBUF_SIZE)
+		return tmp_write(cl, ent, size);
+	memcpy(cl->wbuf + cl->wlen, ent, size);
+	cl->wlen += size;
+	return 0;
+}
+
+/* Ends the run that began at byte off of the file. */
+static int run_end(struct clip_list *cl, uint64_t off)
+{
+	struct clip_run *nr;
+
+	if (tmp_flush(cl))
+		return -1;
+	if (cl->n_runs == cl->runs_cap) {
+		size_t cap = cl->runs_cap ? 2 * cl->runs_cap : 16;
+
+		nr = realloc(cl->runs, cap * sizeof(*nr));
+		if (nr == NULL) {
+			prog_err("out of memory listing the inputs");
+			return -1;
+		}
+		cl->runs = nr;
+		cl->runs_cap = cap;
+	}
+	cl->runs[cl->n_runs].off = off;
+	cl->runs[cl->n_runs].len = cl->tmp_size - off;
+	cl->n_runs++;
+	return 0;
+}
+
+static void sort_mem(struct clip_list *cl)
+{
+	if (cl->n_mem > 1)
+		qsort_r(mem_index(cl), cl->n_mem, sizeof(size_t), cmp_off,
+			cl->buf);
+}
+
+/* Sorts the buffer's entries and writes them as a run; empties it. */
+static int spill(struct clip_list *cl)
+{
+	const size_t *idx = mem_index(cl);
+	uint64_t off;
+	size_t i, size;
+	struct ent_hdr h;
+
+	if (cl->tmp_fd < 0 && tmp_open(cl))
+		return -1;
+	sort_mem(cl);
+	off = cl->tmp_size;
+	for (i = 0; i < cl->n_mem; i++) {
+		memcpy(&h, cl->buf + idx[i], HDR_SIZE);
+		size = ent_size(&h);
+		if (run_put(cl, cl->buf + idx[i], size))
+			return -1;
+	}
+	if (run_end(cl, off))
+		return -1;
+	cl->n_spilled += cl->n_mem;
+	cl->n_mem = 0;
+	cl->used = 0;
+	return 0;
+}
+
+/* Grows the buffer to hold need bytes: to the limit at most, unless one
+ * entry alone needs more. */
+static int list_grow(struct clip_list *cl, size_t need)
+{
+	size_t cap = cl->cap ? cl->cap : FIRST_CAP;
+	size_t idx_bytes = cl->n_mem * sizeof(size_t);
+	char *nb;
+
+	while (cap < need)
+		cap *= 2;
+	if (cap > cl->sort_limit)
+		cap = (need > cl->sort_limit ? need + 7 : cl->sort_limit) &
+		      ~(size_t)7;
+	nb = realloc(cl->buf, cap);
+	if (nb == NULL) {
+		prog_err("out of memory listing the inputs");
+		return -1;
+	}
+	memmove(nb + cap - idx_bytes, nb + cl->cap - idx_bytes, idx_bytes);
+	cl->buf = nb;
+	cl->cap = cap;
+	return 0;
+}
+
+/* Makes room for an entry of size bytes (and its offset). */
+static int list_room(struct clip_list *cl, size_t size)
+{
+	size_t need = cl->used + size + (cl->n_mem + 1) * sizeof(size_t);
+
+	if (need <= cl->cap)
+		return 0;
+	if (need > cl->sort_limit && cl->n_mem > 0) {
+		if (spill(cl))
+			return -1;
+		need = size + sizeof(size_t);
+		if (need <= cl->cap)
+			return 0;
+	}
+	return list_grow(cl, need);
 }
 
 /* Adds a clip: path (key = its last key_len bytes), root, and a reason
@@ -224,42 +505,35 @@ static size_t arena_add(struct clip_list *cl, const char *s, size_t len)
 static int add_clip(struct clip_list *cl, const char *path, size_t key_len,
 		    int root, const char *skip)
 {
-	size_t len = strlen(path);
-	struct clip *c, *nv;
+	size_t len = strlen(path), slen = skip ? strlen(skip) : 0;
+	struct ent_hdr h;
+	char *p;
 
-	if (key_len > WAVCAT_MAX_KEY) {
+	if (key_len > WAVCAT_MAX_KEY || len > UINT32_MAX - 1) {
 		prog_err("'%.200s...': path too long for a record key (over "
 			 "%u bytes)", path, WAVCAT_MAX_KEY);
 		return -1;
 	}
-	if (cl->n == cl->cap) {
-		size_t cap = cl->cap ? 2 * cl->cap : 4096;
-
-		nv = realloc(cl->v, cap * sizeof(*nv));
-		if (nv == NULL)
-			goto nomem;
-		cl->v = nv;
-		cl->cap = cap;
-	}
-	c = &cl->v[cl->n];
-	memset(c, 0, sizeof(*c));
-	c->root = root;
-	c->label = -1;
-	c->skip_off = NO_SKIP;
-	c->path_off = arena_add(cl, path, len);
-	if (c->path_off == SIZE_MAX)
-		goto nomem;
-	c->key_off = c->path_off + (len - key_len);
+	if (slen > MAX_REASON - 1)
+		slen = MAX_REASON - 1;
+	h.path_len = (uint32_t)len;
+	h.key_len = (uint16_t)key_len;
+	h.skip_len = skip ? (uint16_t)(slen + 1) : 0;
+	h.root = root;
+	if (list_room(cl, ent_size(&h)))
+		return -1;
+	p = cl->buf + cl->used;
+	memcpy(p, &h, HDR_SIZE);
+	memcpy(p + HDR_SIZE, path, len + 1);
 	if (skip) {
-		c->skip_off = arena_add(cl, skip, strlen(skip));
-		if (c->skip_off == SIZE_MAX)
-			goto nomem;
+		memcpy(p + HDR_SIZE + len + 1, skip, slen);
+		p[HDR_SIZE + len + 1 + slen] = '\0';
 	}
+	cl->n_mem++;
+	mem_index(cl)[0] = cl->used;
+	cl->used += ent_size(&h);
 	cl->n++;
 	return 0;
-nomem:
-	prog_err("out of memory listing the inputs");
-	return -1;
 }
 
 /* An unusable input named by path: reason "prefix: strerror(err)". */
@@ -595,60 +869,279 @@ int inputs_add_arg(struct clip_list *cl, const char *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* Order */
+/* Order: the buffer's entries and the runs, merged */
 
-static int cmp_clip(const void *pa, const void *pb)
+/* Makes sure s->buf holds want bytes from s->off on. */
+static int run_fill(const struct clip_list *cl, struct src *s, size_t want)
 {
-	const struct clip *a = pa, *b = pb;
-	int c = strcmp(a->key, b->key);
+	size_t have = s->fill - s->off, n;
+	ssize_t k;
+	char *nb;
 
-	return c ? c : strcmp(a->path, b->path);
-}
-
-int inputs_finish(struct clip_list *cl)
-{
-	char q1[512], q2[512], q3[512];
-	size_t i;
-
-	for (i = 0; i < cl->n; i++) {
-		struct clip *c = &cl->v[i];
-
-		c->path = cl->arena + c->path_off;
-		c->key = cl->arena + c->key_off;
-		c->skip = c->skip_off == NO_SKIP ? NULL
-						 : cl->arena + c->skip_off;
+	if (have >= want)
+		return 0;
+	if (want - have > s->end - s->pos)
+		return tmp_fail(cl, "read", EIO); /* cut short: damaged */
+	memmove(s->buf, s->buf + s->off, have);
+	s->off = 0;
+	s->fill = have;
+	if (want > s->cap) {
+		nb = realloc(s->buf, want);
+		if (nb == NULL) {
+			prog_err("out of memory merging the inputs");
+			return -1;
+		}
+		s->buf = nb;
+		s->cap = want;
 	}
-	if (cl->n > 0)
-		qsort(cl->v, cl->n, sizeof(*cl->v), cmp_clip);
-	for (i = 1; i < cl->n; i++) {
-		if (strcmp(cl->v[i - 1].key, cl->v[i].key) == 0)
-			prog_warn("duplicate key '%s' ('%s' and '%s')",
-				  quote_name_buf(q1, sizeof(q1), cl->v[i].key),
-				  quote_name_buf(q2, sizeof(q2),
-						 cl->v[i - 1].path),
-				  quote_name_buf(q3, sizeof(q3),
-						 cl->v[i].path));
+	while (s->fill < want) {
+		n = s->cap - s->fill;
+		if (n > s->end - s->pos)
+			n = (size_t)(s->end - s->pos);
+		k = pread(cl->tmp_fd, s->buf + s->fill, n, (off_t)s->pos);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return tmp_fail(cl, "read", k < 0 ? errno : EIO);
+		s->fill += (size_t)k;
+		s->pos += (uint64_t)k;
 	}
 	return 0;
 }
 
-size_t inputs_find_key(const struct clip_list *cl, const char *key,
-		       size_t *first)
+/* Moves s on to its next clip: 1, 0 when it has none, -1 on error. */
+static int src_next(const struct clip_list *cl, struct src *s)
 {
-	size_t lo = 0, hi = cl->n, i;
+	struct ent_hdr h;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(cl->v[mid].key, key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (s->is_mem) {
+		if (s->i >= cl->n_mem)
+			return 0;
+		ent_clip(cl->buf + mem_index(cl)[s->i++], &s->cur);
+		return 1;
 	}
-	*first = lo;
-	for (i = lo; i < cl->n && strcmp(cl->v[i].key, key) == 0; i++)
-		;
-	return i - lo;
+	if (s->off == s->fill && s->pos == s->end)
+		return 0;
+	if (run_fill(cl, s, HDR_SIZE))
+		return -1;
+	memcpy(&h, s->buf + s->off, HDR_SIZE);
+	if (h.key_len > h.path_len || run_fill(cl, s, ent_size(&h)))
+		return h.key_len > h.path_len ? tmp_fail(cl, "read", EIO)
+					      : -1;
+	ent_clip(s->buf + s->off, &s->cur);
+	s->off += ent_size(&h);
+	return 1;
+}
+
+static void heap_down(struct clip_merge *m, size_t i)
+{
+	struct src *t;
+	size_t c;
+
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= m->n_heap)
+			break;
+		if (c + 1 < m->n_heap &&
+		    cmp_clip(&m->heap[c + 1]->cur, &m->heap[c]->cur) < 0)
+			c++;
+		if (cmp_clip(&m->heap[c]->cur, &m->heap[i]->cur) >= 0)
+			break;
+		t = m->heap[c];
+		m->heap[c] = m->heap[i];
+		m->heap[i] = t;
+		i = c;
+	}
+}
+
+static void merge_free(struct clip_merge *m)
+{
+	size_t i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < m->n_src; i++)
+		free(m->src[i].buf);
+	free(m->src);
+	free(m->heap);
+	free(m);
+}
+
+/* A merge of runs [first, first + count) and, when with_mem, of the
+ * buffer's (sorted) entries. Each run is read through a buffer of a
+ * 32nd of the sort buffer (4 KiB at least). NULL after printing why. */
+static struct clip_merge *merge_new(const struct clip_list *cl, size_t first,
+				    size_t count, int with_mem)
+{
+	size_t rbuf = cl->sort_limit / 32, i;
+	struct clip_merge *m = calloc(1, sizeof(*m));
+	struct src *s;
+	int got;
+
+	if (rbuf < RBUF_MIN)
+		rbuf = RBUF_MIN;
+	if (m == NULL)
+		goto nomem;
+	m->src = calloc(count + 1, sizeof(*m->src));
+	m->heap = calloc(count + 1, sizeof(*m->heap));
+	if (m->src == NULL || m->heap == NULL)
+		goto nomem;
+	if (with_mem && cl->n_mem > 0)
+		m->src[m->n_src++].is_mem = 1;
+	for (i = 0; i < count; i++) {
+		s = &m->src[m->n_src++];
+		s->pos = cl->runs[first + i].off;
+		s->end = s->pos + cl->runs[first + i].len;
+		s->cap = rbuf;
+		s->buf = malloc(rbuf);
+		if (s->buf == NULL)
+			goto nomem;
+	}
+	for (i = 0; i < m->n_src; i++) {
+		got = src_next(cl, &m->src[i]);
+		if (got < 0)
+			goto fail;
+		if (got)
+			m->heap[m->n_heap++] = &m->src[i];
+	}
+	for (i = m->n_heap / 2; i-- > 0;)
+		heap_down(m, i);
+	return m;
+nomem:
+	prog_err("out of memory merging the inputs");
+fail:
+	merge_free(m);
+	return NULL;
+}
+
+/* The merge's next clip: 1, 0 at the end, -1 on error. */
+static int merge_next(const struct clip_list *cl, struct clip_merge *m,
+		      struct clip *c)
+{
+	int got;
+
+	if (m->pending) {
+		m->pending = 0;
+		got = src_next(cl, m->heap[0]);
+		if (got < 0)
+			return -1;
+		if (!got)
+			m->heap[0] = m->heap[--m->n_heap];
+		heap_down(m, 0);
+	}
+	if (m->n_heap == 0)
+		return 0;
+	*c = m->heap[0]->cur;
+	m->pending = 1;
+	return 1;
+}
+
+/* Merges runs [first, first + count) into one new run at the end of the
+ * file, and drops them from the list. */
+static int merge_some(struct clip_list *cl, size_t first, size_t count)
+{
+	struct clip_merge *m = merge_new(cl, first, count, 0);
+	uint64_t off = cl->tmp_size;
+	const char *ent;
+	struct clip c;
+	size_t size;
+	int got, err = -1;
+
+	if (m == NULL)
+		return -1;
+	while ((got = merge_next(cl, m, &c)) > 0) {
+		ent = clip_ent(&c, &size);
+		if (run_put(cl, ent, size))
+			goto out;
+	}
+	if (got < 0 || run_end(cl, off))
+		goto out;
+	memmove(cl->runs + first, cl->runs + first + count,
+		(cl->n_runs - first - count) * sizeof(*cl->runs));
+	cl->n_runs -= count;
+	cl->n_merged += count;
+	err = 0;
+out:
+	merge_free(m);
+	return err;
+}
+
+int inputs_rewind(struct clip_list *cl)
+{
+	merge_free(cl->merge);
+	cl->merge = merge_new(cl, 0, cl->n_runs, 1);
+	return cl->merge ? 0 : -1;
+}
+
+int inputs_next(struct clip_list *cl, struct clip *c)
+{
+	return merge_next(cl, cl->merge, c);
+}
+
+/* Keeps a copy of clip c's key and path in *buf (for the next clip's
+ * duplicate check). Returns 0 or -1 (no memory). */
+static int keep_clip(const struct clip *c, char **buf, size_t *cap,
+		     struct clip *kept)
+{
+	size_t pl = strlen(c->path) + 1, kl = strlen(c->key) + 1;
+	char *nb;
+
+	if (pl + kl > *cap) {
+		nb = realloc(*buf, 2 * (pl + kl));
+		if (nb == NULL)
+			return -1;
+		*buf = nb;
+		*cap = 2 * (pl + kl);
+	}
+	memcpy(*buf, c->path, pl);
+	memcpy(*buf + pl, c->key, kl);
+	kept->path = *buf;
+	kept->key = *buf + pl;
+	return 0;
+}
+
+/* Warns about each clip whose key is the previous clip's. */
+static int warn_duplicates(struct clip_list *cl)
+{
+	char q1[512], q2[512], q3[512];
+	struct clip c, prev = { .key = NULL };
+	char *buf = NULL;
+	size_t cap = 0;
+	int got, err = -1;
+
+	if (inputs_rewind(cl))
+		return -1;
+	while ((got = inputs_next(cl, &c)) > 0) {
+		if (prev.key && strcmp(prev.key, c.key) == 0)
+			prog_warn("duplicate key '%s' ('%s' and '%s')",
+				  quote_name_buf(q1, sizeof(q1), c.key),
+				  quote_name_buf(q2, sizeof(q2), prev.path),
+				  quote_name_buf(q3, sizeof(q3), c.path));
+		if (keep_clip(&c, &buf, &cap, &prev)) {
+			prog_err("out of memory");
+			goto out;
+		}
+	}
+	err = got < 0 ? -1 : 0;
+out:
+	free(buf);
+	return err;
+}
+
+int inputs_finish(struct clip_list *cl)
+{
+	sort_mem(cl);
+	while (cl->n_runs > FAN_IN)
+		if (merge_some(cl, 0, FAN_IN))
+			return -1;
+	if (cl->n_spilled > 0)
+		prog_info("spilled %llu inputs to a temporary file in '%s' "
+			  "(over --sort-buffer %zu bytes): %zu runs written, "
+			  "%zu merged into others, %llu bytes",
+			  (unsigned long long)cl->n_spilled, cl->tmp_dir,
+			  cl->sort_limit, cl->n_runs + cl->n_merged,
+			  cl->n_merged, (unsigned long long)cl->tmp_size);
+	return warn_duplicates(cl);
 }
 
 void inputs_free(struct clip_list *cl)
@@ -658,9 +1151,14 @@ void inputs_free(struct clip_list *cl)
 	for (i = 0; i < cl->n_roots; i++)
 		free(cl->roots[i]);
 	free(cl->roots);
-	free(cl->v);
-	free(cl->arena);
+	merge_free(cl->merge);
+	free(cl->buf);
+	free(cl->runs);
+	free(cl->wbuf);
+	if (cl->tmp_fd >= 0)
+		close(cl->tmp_fd);
 	memset(cl, 0, sizeof(*cl));
+	cl->tmp_fd = -1;
 }
 
 char *read_file(const char *path, size_t *len)

@@ -64,8 +64,8 @@ static int folder_label(const struct clip *c, const char **s, size_t *len)
 	return 1;
 }
 
-/* Fills lt with the distinct names of v[0..n) (sorted in place) and sets
- * ids[v[i].idx] to each name's id. */
+/* Fills lt->names with the distinct names of v[0..n) (sorted in place)
+ * and, when ids is not NULL, sets ids[v[i].idx] to each name's id. */
 static int make_table(struct name *v, size_t n, struct label_table *lt,
 		      int32_t *ids)
 {
@@ -86,46 +86,169 @@ static int make_table(struct name *v, size_t n, struct label_table *lt,
 			k++;
 			lt->n = k;
 		}
-		ids[v[i].idx] = (int32_t)(k - 1);
+		if (ids)
+			ids[v[i].idx] = (int32_t)(k - 1);
 	}
 	return 0;
 }
 
-int labels_from_folders(struct clip_list *cl, struct label_table *lt)
-{
-	struct name *v = malloc((cl->n ? cl->n : 1) * sizeof(*v));
-	int32_t *ids = malloc((cl->n ? cl->n : 1) * sizeof(*ids));
-	size_t i, n = 0;
-	int err = -1;
+/* The distinct folder names seen so far: an open-addressing hash set
+ * (there are few; the header lists them all). */
+struct name_set {
+	struct name *v;     /* idx: offset in arena; len SIZE_MAX: empty */
+	size_t n, cap;
+	char *arena;        /* the names' bytes */
+	size_t len, acap;
+};
 
-	memset(lt, 0, sizeof(*lt));
-	if (v == NULL || ids == NULL)
-		goto out;
-	for (i = 0; i < cl->n; i++) {
-		ids[i] = -1;
-		if (folder_label(&cl->v[i], &v[n].s, &v[n].len))
-			v[n++].idx = i;
+static size_t hash_slice(const char *s, size_t len)
+{
+	size_t h = 14695981039346656037ull & SIZE_MAX, i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * (1099511628211ull & SIZE_MAX);
+	return h;
+}
+
+/* The slot of name (s, len) in set: where it is, or where it goes. */
+static size_t set_slot(const struct name_set *set, const char *s,
+		       size_t len)
+{
+	size_t i = hash_slice(s, len) & (set->cap - 1);
+
+	while (set->v[i].len != SIZE_MAX &&
+	       cmp_slice(set->arena + set->v[i].idx, set->v[i].len, s,
+			 len) != 0)
+		i = (i + 1) & (set->cap - 1);
+	return i;
+}
+
+static int set_grow(struct name_set *set)
+{
+	struct name_set ns = *set;
+	size_t i, j;
+
+	ns.cap = set->cap ? 2 * set->cap : 64;
+	ns.v = malloc(ns.cap * sizeof(*ns.v));
+	if (ns.v == NULL)
+		return -1;
+	for (i = 0; i < ns.cap; i++)
+		ns.v[i].len = SIZE_MAX;
+	for (i = 0; i < set->cap; i++) {
+		if (set->v[i].len == SIZE_MAX)
+			continue;
+		j = set_slot(&ns, set->arena + set->v[i].idx, set->v[i].len);
+		ns.v[j] = set->v[i];
 	}
-	if (make_table(v, n, lt, ids))
-		goto out;
-	for (i = 0; i < cl->n; i++)
-		cl->v[i].label = ids[i];
-	err = 0;
-out:
-	if (err)
-		prog_err("out of memory making the label table");
+	free(set->v);
+	*set = ns;
+	return 0;
+}
+
+/* Adds name (s, len) to set unless it is there. Returns 0 or -1. */
+static int set_add(struct name_set *set, const char *s, size_t len)
+{
+	size_t i, acap;
+	char *na;
+
+	if (2 * (set->n + 1) > set->cap && set_grow(set))
+		return -1;
+	i = set_slot(set, s, len);
+	if (set->v[i].len != SIZE_MAX)
+		return 0;
+	if (set->acap - set->len < len) {
+		acap = set->acap ? set->acap : 4096;
+		while (acap - set->len < len)
+			acap *= 2;
+		na = realloc(set->arena, acap);
+		if (na == NULL)
+			return -1;
+		set->arena = na;
+		set->acap = acap;
+	}
+	memcpy(set->arena + set->len, s, len);
+	set->v[i].idx = set->len;
+	set->v[i].len = len;
+	set->len += len;
+	set->n++;
+	return 0;
+}
+
+/* The id of name (s, len) in the sorted table, -1 when not there. */
+static int32_t table_find(const struct label_table *lt, const char *s,
+			  size_t len)
+{
+	size_t lo = 0, hi = lt->n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = cmp_slice(lt->names[mid], strlen(lt->names[mid]), s, len);
+		if (c == 0)
+			return (int32_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* The set's names, sorted, as lt's table. */
+static int set_table(struct name_set *set, struct label_table *lt)
+{
+	struct name *v = malloc((set->n ? set->n : 1) * sizeof(*v));
+	size_t i, n = 0;
+	int err;
+
+	if (v == NULL)
+		return -1;
+	for (i = 0; i < set->cap; i++) {
+		if (set->v[i].len == SIZE_MAX)
+			continue;
+		v[n].s = set->arena + set->v[i].idx;
+		v[n].len = set->v[i].len;
+		v[n].idx = n;
+		n++;
+	}
+	err = make_table(v, n, lt, NULL);
 	free(v);
-	free(ids);
 	return err;
 }
 
-void labels_none(struct clip_list *cl, struct label_table *lt)
+int labels_from_folders(struct clip_list *cl, struct label_table *lt)
 {
-	size_t i;
+	struct name_set set = { .v = NULL };
+	struct clip c;
+	const char *s;
+	size_t len;
+	int got, err = -1;
 
 	memset(lt, 0, sizeof(*lt));
-	for (i = 0; i < cl->n; i++)
-		cl->v[i].label = -1;
+	lt->mode = 1;
+	if (inputs_rewind(cl))
+		return -1;
+	while ((got = inputs_next(cl, &c)) > 0) {
+		if (folder_label(&c, &s, &len) && set_add(&set, s, len))
+			goto nomem;
+	}
+	if (got < 0)
+		goto out;
+	if (set_table(&set, lt))
+		goto nomem;
+	err = 0;
+	goto out;
+nomem:
+	prog_err("out of memory making the label table");
+out:
+	free(set.v);
+	free(set.arena);
+	return err;
+}
+
+void labels_none(struct label_table *lt)
+{
+	memset(lt, 0, sizeof(*lt));
 }
 
 void labels_free(struct label_table *lt)
@@ -135,15 +258,17 @@ void labels_free(struct label_table *lt)
 	for (i = 0; i < lt->n; i++)
 		free(lt->names[i]);
 	free(lt->names);
-	lt->names = NULL;
-	lt->n = 0;
+	free(lt->ent);
+	free(lt->text);
+	memset(lt, 0, sizeof(*lt));
 }
 
 /* One line of a labels file. */
-struct entry {
+struct label_entry {
 	char *path;
 	char *label;
 	size_t line;
+	int32_t id;
 };
 
 /* Cuts one CSV field at *p, unquoting a "quoted" one in place ("" is a
@@ -177,7 +302,7 @@ static char *csv_field(char **p)
 
 /* Splits a line into path and label. Without quotes the path runs to the
  * last comma (paths may hold commas); with quotes, two CSV fields. */
-static int parse_line(char *line, struct entry *e)
+static int parse_line(char *line, struct label_entry *e)
 {
 	char *p = line, *comma;
 
@@ -201,11 +326,11 @@ static int parse_line(char *line, struct entry *e)
 }
 
 /* Reads a labels file into entries (pointing into *text). */
-static int read_entries(const char *file, char **text, struct entry **out,
-			size_t *n_out)
+static int read_entries(const char *file, char **text,
+			struct label_entry **out, size_t *n_out)
 {
 	size_t len, n = 0, cap = 0, line = 0;
-	struct entry *v = NULL, *nv;
+	struct label_entry *v = NULL, *nv;
 	char *p, *end, *eol;
 
 	*text = read_file(file, &len);
@@ -249,7 +374,7 @@ fail:
 
 static int cmp_entry_path(const void *pa, const void *pb)
 {
-	const struct entry *a = pa, *b = pb;
+	const struct label_entry *a = pa, *b = pb;
 	int c = strcmp(a->path, b->path);
 
 	if (c != 0)
@@ -258,7 +383,7 @@ static int cmp_entry_path(const void *pa, const void *pb)
 }
 
 /* Refuses a path given two different labels. */
-static int check_conflicts(const char *file, struct entry *v, size_t n)
+static int check_conflicts(const char *file, struct label_entry *v, size_t n)
 {
 	size_t i;
 
@@ -277,27 +402,71 @@ static int check_conflicts(const char *file, struct entry *v, size_t n)
 	return 0;
 }
 
-/* Gives the clips named by the entries their labels (ids[i] for entry
- * i); reports entries naming no input and clips left without a label. */
-static void apply_entries(struct clip_list *cl, const char *file,
-			  const struct entry *v, size_t n,
-			  const int32_t *ids)
+/* The first entry (sorted by path) whose path is key or after it. */
+static size_t entry_lower(const struct label_table *lt, const char *key)
 {
-	size_t i, j, first, count, matched = 0, unlabelled = 0;
-	const char *example = NULL;
+	size_t lo = 0, hi = lt->n_ent, mid;
 
-	for (i = 0; i < cl->n; i++)
-		cl->v[i].label = -1;
-	for (i = 0; i < n; i++) {
-		count = inputs_find_key(cl, v[i].path, &first);
-		for (j = 0; j < count; j++)
-			cl->v[first + j].label = ids[i];
-		matched += count > 0;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(lt->ent[mid].path, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	for (i = 0; i < cl->n; i++) {
-		if (cl->v[i].label < 0 && unlabelled++ == 0)
-			example = cl->v[i].key;
+	return lo;
+}
+
+int32_t labels_of(const struct label_table *lt, const struct clip *c)
+{
+	const char *s;
+	size_t len, i;
+
+	switch (lt->mode) {
+	case 1:
+		return folder_label(c, &s, &len) ? table_find(lt, s, len) : -1;
+	case 2:
+		i = entry_lower(lt, c->key);
+		return i < lt->n_ent && strcmp(lt->ent[i].path, c->key) == 0
+			       ? lt->ent[i].id
+			       : -1;
+	default:
+		return -1;
 	}
+}
+
+/* Reports the entries naming no input and the clips left without a
+ * label, from one pass over the clips. */
+static int check_entries(struct clip_list *cl, const char *file,
+			 const struct label_table *lt)
+{
+	unsigned char *hit = calloc(lt->n_ent ? lt->n_ent : 1, 1);
+	size_t i, n = lt->n_ent, matched = 0, unlabelled = 0;
+	char *example = NULL;
+	char q[512];
+	struct clip c;
+	int got, err = -1;
+
+	if (hit == NULL)
+		goto nomem;
+	if (inputs_rewind(cl))
+		goto out;
+	while ((got = inputs_next(cl, &c)) > 0) {
+		i = entry_lower(lt, c.key);
+		if (i < n && strcmp(lt->ent[i].path, c.key) == 0) {
+			for (; i < n && !hit[i] &&
+			       strcmp(lt->ent[i].path, c.key) == 0; i++) {
+				hit[i] = 1;
+				matched++;
+			}
+		} else if (unlabelled++ == 0) {
+			example = strdup(c.key);
+			if (example == NULL)
+				goto nomem;
+		}
+	}
+	if (got < 0)
+		goto out;
 	if (n > 0 && matched == 0)
 		prog_warn("no entry of '%s' names an input (paths are "
 			  "matched against keys: paths relative to the "
@@ -305,48 +474,52 @@ static void apply_entries(struct clip_list *cl, const char *file,
 	else if (matched < n)
 		prog_info("%zu of %zu entries of '%s' name no input",
 			  n - matched, n, file);
-	if (unlabelled > 0) {
-		char q[512];
-
+	if (unlabelled > 0)
 		prog_warn("'%s' and %zu more clips are not in '%s': label -1",
 			  quote_name_buf(q, sizeof(q), example),
 			  unlabelled - 1, file);
-	}
+	err = 0;
+	goto out;
+nomem:
+	prog_err("out of memory reading '%s'", file);
+out:
+	free(hit);
+	free(example);
+	return err;
 }
 
 int labels_from_file(struct clip_list *cl, const char *file,
 		     struct label_table *lt)
 {
-	struct entry *v = NULL;
 	struct name *names = NULL;
 	int32_t *ids = NULL;
-	char *text = NULL;
-	size_t n = 0, i;
+	size_t i;
 	int err = -1;
 
 	memset(lt, 0, sizeof(*lt));
-	if (read_entries(file, &text, &v, &n) || check_conflicts(file, v, n))
+	lt->mode = 2;
+	if (read_entries(file, &lt->text, &lt->ent, &lt->n_ent) ||
+	    check_conflicts(file, lt->ent, lt->n_ent))
 		goto out;
-	names = malloc((n ? n : 1) * sizeof(*names));
-	ids = malloc((n ? n : 1) * sizeof(*ids));
+	names = malloc((lt->n_ent ? lt->n_ent : 1) * sizeof(*names));
+	ids = malloc((lt->n_ent ? lt->n_ent : 1) * sizeof(*ids));
 	if (names == NULL || ids == NULL)
 		goto nomem;
-	for (i = 0; i < n; i++) {
-		names[i].s = v[i].label;
-		names[i].len = strlen(v[i].label);
+	for (i = 0; i < lt->n_ent; i++) {
+		names[i].s = lt->ent[i].label;
+		names[i].len = strlen(lt->ent[i].label);
 		names[i].idx = i;
 	}
-	if (make_table(names, n, lt, ids))
+	if (make_table(names, lt->n_ent, lt, ids))
 		goto nomem;
-	apply_entries(cl, file, v, n, ids);
-	err = 0;
+	for (i = 0; i < lt->n_ent; i++)
+		lt->ent[i].id = ids[i];
+	err = check_entries(cl, file, lt);
 	goto out;
 nomem:
 	prog_err("out of memory reading '%s'", file);
 out:
 	free(names);
 	free(ids);
-	free(v);
-	free(text);
 	return err;
 }

@@ -1,12 +1,15 @@
 /*
- * pool.c - decoder threads feeding an ordered writer. Clip i is decoded
- * into slot i % window by whichever thread is free; the caller takes the
- * slots back in clip order. A thread never runs more than window clips
- * ahead of the caller, so memory stays flat however slow the output is,
- * and the output order is the input order for any number of threads.
+ * pool.c - decoder threads feeding an ordered writer. The caller hands
+ * the clips in, in order, each copied into slot i % window (the list it
+ * reads them from reuses its buffers); whichever thread is free decodes
+ * it there, and the caller takes the slots back in clip order. A thread
+ * never runs more than window clips ahead of the caller, so memory stays
+ * flat however slow the output is, and the output order is the input
+ * order for any number of threads.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/prog.h"
 #include "wavcat.h"
@@ -16,7 +19,7 @@
 #define SLOT_KEEP_MAX (16u << 20)
 
 struct slot {
-	struct decoded out;
+	struct job job;
 	int done;                /* decoded, not yet released */
 };
 
@@ -28,7 +31,6 @@ struct worker {
 };
 
 struct pool {
-	const struct clip_list *cl;
 	struct slot *slots;
 	size_t window;
 	struct worker *workers;
@@ -37,25 +39,26 @@ struct pool {
 	pthread_cond_t can_take;   /* a slot was released, or stop */
 	size_t n_waiting;          /* threads waiting on can_take */
 	pthread_cond_t finished;   /* a clip was decoded */
+	uint64_t submitted;        /* clips handed in by the caller */
 	uint64_t next;             /* next clip to hand out */
 	uint64_t released;         /* clips the caller is done with */
 	int stop;
 	double t_wait;
 };
 
-/* Decodes clip i into out (or copies the reason known beforehand). */
-static void decode_clip(struct worker *w, uint64_t i, struct decoded *out)
+/* Decodes the job's clip (or copies the reason known beforehand). */
+static void decode_clip(struct worker *w, struct job *j)
 {
-	const struct clip *c = &w->p->cl->v[i];
+	struct decoded *out = &j->out;
 
-	if (c->skip != NULL) {
+	if (j->clip.skip != NULL) {
 		out->status = DEC_SKIP;
 		out->n = 0;
 		out->clipped = 0;
-		snprintf(out->reason, sizeof(out->reason), "%s", c->skip);
+		snprintf(out->reason, sizeof(out->reason), "%s", j->clip.skip);
 		return;
 	}
-	decoder_run(w->dec, c->path, out);
+	decoder_run(w->dec, j->clip.path, out);
 }
 
 static void *worker_main(void *arg)
@@ -67,18 +70,17 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && p->next < p->cl->n &&
-		       p->next >= p->released + p->window) {
+		while (!p->stop && p->next >= p->submitted) {
 			p->n_waiting++;
 			pthread_cond_wait(&p->can_take, &p->lock);
 			p->n_waiting--;
 		}
-		if (p->stop || p->next >= p->cl->n)
+		if (p->stop)
 			break;
 		i = p->next++;
 		s = &p->slots[i % p->window];
 		pthread_mutex_unlock(&p->lock);
-		decode_clip(w, i, &s->out);
+		decode_clip(w, &s->job);
 		pthread_mutex_lock(&p->lock);
 		s->done = 1;
 		if (i == p->released)
@@ -88,8 +90,8 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int pool_start(struct pool **out, const struct clip_list *cl,
-	       const struct decode_cfg *cfg, size_t n_threads, size_t window)
+int pool_start(struct pool **out, const struct decode_cfg *cfg,
+	       size_t n_threads, size_t window)
 {
 	struct pool *p = calloc(1, sizeof(*p));
 	size_t i;
@@ -97,7 +99,6 @@ int pool_start(struct pool **out, const struct clip_list *cl,
 	*out = NULL;
 	if (p == NULL)
 		return -1;
-	p->cl = cl;
 	p->window = window;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->can_take, NULL);
@@ -124,7 +125,53 @@ fail:
 	return -1;
 }
 
-struct decoded *pool_wait(struct pool *p, uint64_t i)
+int pool_has_room(const struct pool *p)
+{
+	/* Only the caller changes submitted and released. */
+	return p->submitted < p->released + p->window;
+}
+
+/* Copies c's strings into the job's own buffer. */
+static int job_copy(struct job *j, const struct clip *c)
+{
+	size_t pl = strlen(c->path) + 1, kl = strlen(c->key) + 1;
+	size_t sl = c->skip ? strlen(c->skip) + 1 : 0, need = pl + kl + sl;
+	char *nb;
+
+	if (need > j->cap) {
+		nb = realloc(j->buf, need);
+		if (nb == NULL)
+			return -1;
+		j->buf = nb;
+		j->cap = need;
+	}
+	j->clip = *c;
+	memcpy(j->buf, c->path, pl);
+	memcpy(j->buf + pl, c->key, kl);
+	if (c->skip)
+		memcpy(j->buf + pl + kl, c->skip, sl);
+	j->clip.path = j->buf;
+	j->clip.key = j->buf + pl;
+	j->clip.skip = c->skip ? j->buf + pl + kl : NULL;
+	return 0;
+}
+
+int pool_submit(struct pool *p, const struct clip *c)
+{
+	struct slot *s = &p->slots[p->submitted % p->window];
+
+	/* The slot is free: no thread touches it until submitted moves. */
+	if (job_copy(&s->job, c))
+		return -1;
+	pthread_mutex_lock(&p->lock);
+	p->submitted++;
+	if (p->n_waiting)
+		pthread_cond_signal(&p->can_take);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+struct job *pool_wait(struct pool *p, uint64_t i)
 {
 	struct slot *s = &p->slots[i % p->window];
 	double t0 = prog_now();
@@ -134,27 +181,21 @@ struct decoded *pool_wait(struct pool *p, uint64_t i)
 		pthread_cond_wait(&p->finished, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 	p->t_wait += prog_now() - t0;
-	return &s->out;
+	return &s->job;
 }
 
 void pool_release(struct pool *p, uint64_t i)
 {
 	struct slot *s = &p->slots[i % p->window];
 
-	if (s->out.cap > SLOT_KEEP_MAX) {
-		free(s->out.data);
-		s->out.data = NULL;
-		s->out.cap = 0;
+	if (s->job.out.cap > SLOT_KEEP_MAX) {
+		free(s->job.out.data);
+		s->job.out.data = NULL;
+		s->job.out.cap = 0;
 	}
 	pthread_mutex_lock(&p->lock);
 	s->done = 0;
 	p->released = i + 1;
-	/* One more clip may be taken: wake one thread, and only when one
-	 * waits. A broadcast per clip woke every idle thread to fight over
-	 * the lock with the caller: on 16 threads that cost the caller
-	 * more than writing the records. */
-	if (p->n_waiting)
-		pthread_cond_signal(&p->can_take);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -184,8 +225,10 @@ void pool_stop(struct pool *p, double *t_read, double *t_resample,
 	}
 	if (t_wait)
 		*t_wait += p->t_wait;
-	for (i = 0; p->slots && i < p->window; i++)
-		free(p->slots[i].out.data);
+	for (i = 0; p->slots && i < p->window; i++) {
+		free(p->slots[i].job.out.data);
+		free(p->slots[i].job.buf);
+	}
 	free(p->slots);
 	free(p->workers);
 	pthread_cond_destroy(&p->can_take);

@@ -109,15 +109,14 @@ int split_parse(const char *arg, struct split_opts *o)
 	return 0;
 }
 
-/* A Speech Commands list: the keys it names, sorted for bsearch. */
-struct list {
+/* A Speech Commands list: the keys it names, sorted. */
+struct split_list {
 	char *file;          /* its path, for messages */
 	char *text;          /* the file's bytes, lines cut in place */
 	char **v;
 	size_t n;
 	int root;            /* the input folder it belongs to, -1: any */
 	int split;           /* REC_SPLIT_VALIDATION or _TESTING */
-	size_t matched;      /* entries naming at least one clip */
 };
 
 static int cmp_str(const void *a, const void *b)
@@ -127,7 +126,8 @@ static int cmp_str(const void *a, const void *b)
 
 /* Loads a list file: one key per line, a trailing CR dropped, empty
  * lines ignored. Returns 0 or -1 after printing why. */
-static int list_load(struct list *l, const char *file, int root, int split)
+static int list_load(struct split_list *l, const char *file, int root,
+		     int split)
 {
 	size_t len, n = 0, cap = 0;
 	char *p, *end, *eol;
@@ -168,44 +168,42 @@ static int list_load(struct list *l, const char *file, int root, int split)
 	return 0;
 }
 
-static void list_free(struct list *l)
+static void list_free(struct split_list *l)
 {
 	free(l->file);
 	free(l->text);
 	free(l->v);
 }
 
-/* Whether key is in l. */
-static int list_has(const struct list *l, const char *key)
+/* The first entry of l that is key or after it. */
+static size_t list_lower(const struct split_list *l, const char *key)
 {
-	return l->n > 0 &&
-	       bsearch(&key, l->v, l->n, sizeof(*l->v), cmp_str) != NULL;
+	size_t lo = 0, hi = l->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(l->v[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
-/* How many entries of l name a clip (of l's folder). */
-static size_t list_count_matched(const struct list *l,
-				 const struct clip_list *cl)
+/* Whether l applies to clip c and names its key. */
+static int list_names(const struct split_list *l, const struct clip *c,
+		      size_t *at)
 {
-	size_t i, j, first, count, m = 0;
-
-	for (i = 0; i < l->n; i++) {
-		count = inputs_find_key(cl, l->v[i], &first);
-		for (j = 0; j < count; j++) {
-			if (l->root < 0 || cl->v[first + j].root == l->root) {
-				m++;
-				break;
-			}
-		}
-	}
-	return m;
+	if (l->root >= 0 && l->root != c->root)
+		return 0;
+	*at = list_lower(l, c->key);
+	return *at < l->n && strcmp(l->v[*at], c->key) == 0;
 }
 
 /* Says when a list's entries name no input: most likely its paths are not
- * relative to the folder the keys are relative to. */
-static void list_report(const struct list *l, const struct clip_list *cl)
+ * relative to the folder the keys are relative to. m of them do. */
+static void list_report(const struct split_list *l, size_t m)
 {
-	size_t m = list_count_matched(l, cl);
-
 	if (l->n > 0 && m == 0)
 		prog_warn("no entry of '%s' names an input (entries are "
 			  "matched against keys: paths relative to the "
@@ -215,27 +213,74 @@ static void list_report(const struct list *l, const struct clip_list *cl)
 			  l->n - m, l->n, l->file);
 }
 
-/* Adds the list file at path to lists[*n] when it exists. Returns 0, or
+/* Counts, in one pass over the clips, the entries of each list that name
+ * a clip (of the list's folder), and reports the lists. */
+static int check_lists(struct clip_list *cl, const struct splitter *sp)
+{
+	unsigned char **hit = calloc(sp->n_lists, sizeof(*hit));
+	size_t *m = calloc(sp->n_lists, sizeof(*m));
+	const struct split_list *l;
+	size_t i, at;
+	struct clip c;
+	int got, err = -1;
+
+	if (hit == NULL || m == NULL)
+		goto nomem;
+	for (i = 0; i < sp->n_lists; i++) {
+		hit[i] = calloc(sp->lists[i].n ? sp->lists[i].n : 1, 1);
+		if (hit[i] == NULL)
+			goto nomem;
+	}
+	if (inputs_rewind(cl))
+		goto out;
+	while ((got = inputs_next(cl, &c)) > 0) {
+		for (i = 0; i < sp->n_lists; i++) {
+			l = &sp->lists[i];
+			if (!list_names(l, &c, &at))
+				continue;
+			for (; at < l->n && !hit[i][at] &&
+			       strcmp(l->v[at], c.key) == 0; at++) {
+				hit[i][at] = 1;
+				m[i]++;
+			}
+		}
+	}
+	if (got < 0)
+		goto out;
+	for (i = 0; i < sp->n_lists; i++)
+		list_report(&sp->lists[i], m[i]);
+	err = 0;
+	goto out;
+nomem:
+	prog_err("out of memory");
+out:
+	for (i = 0; hit && i < sp->n_lists; i++)
+		free(hit[i]);
+	free(hit);
+	free(m);
+	return err;
+}
+
+/* Adds the list file at path to sp's lists when it exists. Returns 0, or
  * -1 after printing why. */
-static int try_list(struct list *lists, size_t *n, const char *path,
-		    int root, int split, int must_exist)
+static int try_list(struct splitter *sp, const char *path, int root,
+		    int split, int must_exist)
 {
 	struct stat st;
 
 	if (!must_exist && (stat(path, &st) != 0 || !S_ISREG(st.st_mode)))
 		return 0;
-	if (list_load(&lists[*n], path, root, split)) {
-		list_free(&lists[*n]);
+	if (list_load(&sp->lists[sp->n_lists], path, root, split)) {
+		list_free(&sp->lists[sp->n_lists]);
 		return -1;
 	}
-	(*n)++;
+	sp->n_lists++;
 	return 0;
 }
 
 /* Finds validation_list.txt and testing_list.txt at the root of every
  * input folder. */
-static int find_root_lists(const struct clip_list *cl, struct list *lists,
-			   size_t *n)
+static int find_root_lists(const struct clip_list *cl, struct splitter *sp)
 {
 	static const char *const names[2] = { "validation_list.txt",
 					       "testing_list.txt" };
@@ -252,7 +297,7 @@ static int find_root_lists(const struct clip_list *cl, struct list *lists,
 				prog_err("out of memory");
 				return -1;
 			}
-			err = try_list(lists, n, path, (int)r, splits[k], 0);
+			err = try_list(sp, path, (int)r, splits[k], 0);
 			free(path);
 			if (err)
 				return -1;
@@ -262,62 +307,69 @@ static int find_root_lists(const struct clip_list *cl, struct list *lists,
 }
 
 /* The split of a clip under the lists: validation wins over testing. */
-static int split_by_lists(const struct clip *c, const struct list *lists,
-			  size_t n)
+static int split_by_lists(const struct clip *c, const struct splitter *sp)
 {
 	int split = REC_SPLIT_TRAINING;
-	size_t i;
+	size_t i, at;
 
-	for (i = 0; i < n; i++) {
-		if (lists[i].root >= 0 && lists[i].root != c->root)
+	for (i = 0; i < sp->n_lists; i++) {
+		if (!list_names(&sp->lists[i], c, &at))
 			continue;
-		if (!list_has(&lists[i], c->key))
-			continue;
-		if (lists[i].split == REC_SPLIT_VALIDATION)
+		if (sp->lists[i].split == REC_SPLIT_VALIDATION)
 			return REC_SPLIT_VALIDATION;
-		split = lists[i].split;
+		split = sp->lists[i].split;
 	}
 	return split;
 }
 
-/* Loads the lists (named, or at the folders' roots) and applies them.
+int split_of(const struct splitter *sp, const struct clip *c)
+{
+	switch (sp->mode) {
+	case SPLIT_HASH:
+		return split_which_set(c->key, sp->val_pct, sp->test_pct);
+	case SPLIT_LISTS:
+		return split_by_lists(c, sp);
+	default:
+		return REC_SPLIT_NONE;
+	}
+}
+
+void split_free(struct splitter *sp)
+{
+	size_t i;
+
+	for (i = 0; i < sp->n_lists; i++)
+		list_free(&sp->lists[i]);
+	free(sp->lists);
+	memset(sp, 0, sizeof(*sp));
+	sp->mode = SPLIT_NONE;
+}
+
+/* Loads the lists (named, or at the folders' roots) and checks them.
  * *found is set to whether there were any. */
 static int assign_lists(struct clip_list *cl, const struct split_opts *o,
-			int *found)
+			struct splitter *sp, int *found)
 {
-	struct list *lists;
-	size_t n = 0, i;
-	int err = -1;
-
-	lists = calloc(2 * cl->n_roots + 2, sizeof(*lists));
-	if (lists == NULL) {
+	sp->lists = calloc(2 * cl->n_roots + 2, sizeof(*sp->lists));
+	if (sp->lists == NULL) {
 		prog_err("out of memory");
 		return -1;
 	}
 	if (o->val_list || o->test_list) {
-		if (o->val_list && try_list(lists, &n, o->val_list, -1,
-					    REC_SPLIT_VALIDATION, 1))
-			goto out;
-		if (o->test_list && try_list(lists, &n, o->test_list, -1,
-					     REC_SPLIT_TESTING, 1))
-			goto out;
-	} else if (find_root_lists(cl, lists, &n)) {
-		goto out;
+		if (o->val_list && try_list(sp, o->val_list, -1,
+					     REC_SPLIT_VALIDATION, 1))
+			return -1;
+		if (o->test_list && try_list(sp, o->test_list, -1,
+					      REC_SPLIT_TESTING, 1))
+			return -1;
+	} else if (find_root_lists(cl, sp)) {
+		return -1;
 	}
-	*found = n > 0;
-	if (n > 0) {
-		for (i = 0; i < cl->n; i++)
-			cl->v[i].split = (uint8_t)split_by_lists(&cl->v[i],
-								 lists, n);
-		for (i = 0; i < n; i++)
-			list_report(&lists[i], cl);
-	}
-	err = 0;
-out:
-	for (i = 0; i < n; i++)
-		list_free(&lists[i]);
-	free(lists);
-	return err;
+	*found = sp->n_lists > 0;
+	if (sp->n_lists == 0)
+		return 0;
+	sp->mode = SPLIT_LISTS;
+	return check_lists(cl, sp);
 }
 
 /* Formats a percentage with the fewest digits that read back the same,
@@ -335,22 +387,21 @@ static void fmt_pct(char *buf, size_t size, double v)
 }
 
 int split_assign(struct clip_list *cl, const struct split_opts *o,
-		 char *desc, size_t desc_size)
+		 struct splitter *sp, char *desc, size_t desc_size)
 {
 	char v[32], t[32];
 	int found = 0;
-	size_t i;
 
-	for (i = 0; i < cl->n; i++)
-		cl->v[i].split = REC_SPLIT_NONE;
+	memset(sp, 0, sizeof(*sp));
+	sp->mode = SPLIT_NONE;
 	snprintf(desc, desc_size, "none");
 	switch (o->mode) {
 	case SPLIT_NONE:
 		return 0;
 	case SPLIT_HASH:
-		for (i = 0; i < cl->n; i++)
-			cl->v[i].split = (uint8_t)split_which_set(
-				cl->v[i].key, o->val_pct, o->test_pct);
+		sp->mode = SPLIT_HASH;
+		sp->val_pct = o->val_pct;
+		sp->test_pct = o->test_pct;
 		fmt_pct(v, sizeof(v), o->val_pct);
 		fmt_pct(t, sizeof(t), o->test_pct);
 		snprintf(desc, desc_size, "hash:%s:%s", v, t);
@@ -359,7 +410,7 @@ int split_assign(struct clip_list *cl, const struct split_opts *o,
 	case SPLIT_LISTS:
 		break;
 	}
-	if (assign_lists(cl, o, &found))
+	if (assign_lists(cl, o, sp, &found))
 		return -1;
 	if (found) {
 		snprintf(desc, desc_size, "lists");

@@ -36,6 +36,7 @@ struct options {
 	int strict;
 	int zstd;
 	int null_sep;
+	size_t sort_buffer;      /* --sort-buffer */
 };
 
 /* Everything one run holds, for a single cleanup path. */
@@ -43,7 +44,9 @@ struct run {
 	struct options o;
 	struct clip_list cl;
 	struct label_table lt;
+	struct splitter sp;
 	struct decode_cfg cfg;
+	char *rate_from;         /* the clip that set the rate */
 	char splits[64];
 	int fd;
 	const char *out_name;
@@ -63,6 +66,7 @@ enum {
 	OPT_NO_LABELS,
 	OPT_RATE,
 	OPT_SAMPLES,
+	OPT_SORT_BUFFER,
 	OPT_SPLIT,
 	OPT_STRICT,
 	OPT_TESTING_LIST,
@@ -82,6 +86,7 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "samples", required_argument, NULL, OPT_SAMPLES },
+	{ "sort-buffer", required_argument, NULL, OPT_SORT_BUFFER },
 	{ "split", required_argument, NULL, OPT_SPLIT },
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "testing-list", required_argument, NULL, OPT_TESTING_LIST },
@@ -188,6 +193,17 @@ static void usage(FILE *f)
 "                      if the run fails)\n"
 "  -q, --quiet         no warnings, no summary; errors only\n"
 "  -v, --verbose       report counts and time spent at the end\n"
+"  --sort-buffer=SIZE  memory for the list of inputs (default 64M; K/M/G\n"
+"                      suffixes, 4K at least). The inputs are sorted by\n"
+"                      key before anything is decoded: like sort(1),\n"
+"                      wavcat sorts what fits in SIZE, writes it to a\n"
+"                      temporary file in $TMPDIR (default /tmp; unlinked\n"
+"                      at once) and merges the pieces, so that memory does\n"
+"                      not grow with the number of inputs. Listing holds\n"
+"                      at most SIZE (and any one longer path); merging\n"
+"                      reads up to 16 pieces through buffers of SIZE/32\n"
+"                      (4K at least) each. The output is the same for any\n"
+"                      SIZE; -v says when the file was used\n"
 "  --zstd=LEVEL        compress payloads with zstd, LEVEL 1..19\n"
 "  -h, --help          this help\n"
 "  -V, --version       the version\n"
@@ -246,6 +262,11 @@ static int parse_opt(int c, const char *arg, struct options *o)
 	case OPT_SAMPLES:
 		o->samples = prog_arg_u64("--samples", arg, 1, UINT32_MAX);
 		break;
+	case OPT_SORT_BUFFER:
+		o->sort_buffer = (size_t)prog_arg_size("--sort-buffer", arg,
+						       WAVCAT_SORT_MIN,
+						       (uint64_t)1 << 40);
+		break;
 	case OPT_SPLIT:
 		if (split_parse(arg, &o->split))
 			prog_usage_error("invalid value '%s' for --split "
@@ -302,6 +323,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->dtype = REC_S16;
 	o->split.mode = SPLIT_AUTO;
+	o->sort_buffer = WAVCAT_SORT_DEFAULT;
 	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
 				NULL)) != -1) {
 		if (c == 'h') {
@@ -376,39 +398,47 @@ static int gather(struct run *r, int argc, char **argv)
 		return -1;
 	}
 	if (r->o.no_labels)
-		labels_none(&r->cl, &r->lt);
+		labels_none(&r->lt);
 	else if (r->o.labels_file ? labels_from_file(&r->cl, r->o.labels_file,
 						     &r->lt)
 				  : labels_from_folders(&r->cl, &r->lt))
 		return -1;
-	return split_assign(&r->cl, &r->o.split, r->splits,
+	return split_assign(&r->cl, &r->o.split, &r->sp, r->splits,
 			    sizeof(r->splits));
 }
 
 /* The output rate: --rate, or the rate of the first clip that opens. */
 static int choose_rate(struct run *r)
 {
+	struct clip c;
 	char q[512];
-	size_t i;
+	int got;
 
 	if (r->o.rate) {
 		r->cfg.rate = r->o.rate;
 		r->cfg.resample = 1;
 		return 0;
 	}
-	for (i = 0; i < r->cl.n; i++) {
-		if (r->cl.v[i].skip == NULL &&
-		    decode_probe_rate(r->cl.v[i].path, &r->cfg.rate) == 0) {
-			r->cfg.rate_from = r->cl.v[i].path;
-			prog_info("sample rate %lu Hz, from '%s'",
-				  (unsigned long)r->cfg.rate,
-				  quote_name_buf(q, sizeof(q),
-						 r->cl.v[i].path));
-			return 0;
+	if (inputs_rewind(&r->cl))
+		return -1;
+	while ((got = inputs_next(&r->cl, &c)) > 0) {
+		if (c.skip != NULL ||
+		    decode_probe_rate(c.path, &r->cfg.rate) != 0)
+			continue;
+		r->rate_from = strdup(c.path);
+		if (r->rate_from == NULL) {
+			prog_err("out of memory");
+			return -1;
 		}
+		r->cfg.rate_from = r->rate_from;
+		prog_info("sample rate %lu Hz, from '%s'",
+			  (unsigned long)r->cfg.rate,
+			  quote_name_buf(q, sizeof(q), c.path));
+		return 0;
 	}
-	prog_err("no input could be opened to take the sample rate from; "
-		 "give --rate");
+	if (got == 0)
+		prog_err("no input could be opened to take the sample rate "
+			 "from; give --rate");
 	return -1;
 }
 
@@ -498,9 +528,10 @@ static int open_writer(struct run *r)
 
 /* Writes clip i's record: its samples, or why it was skipped. Returns 0,
  * or -1 when the run must stop. */
-static int write_clip(struct run *r, uint64_t i, const struct decoded *d)
+static int write_clip(struct run *r, uint64_t i, const struct job *j)
 {
-	const struct clip *c = &r->cl.v[i];
+	const struct decoded *d = &j->out;
+	const struct clip *c = &j->clip;
 	rec_item it = {
 		.clip = i,
 		.label = c->label,
@@ -548,18 +579,51 @@ static int write_clip(struct run *r, uint64_t i, const struct decoded *d)
 	return 0;
 }
 
+/* Hands the pool the clips after the last one handed in, while it has
+ * room; each clip gets its label and split here. */
+static int feed(struct run *r, uint64_t *submitted)
+{
+	struct clip c;
+	int got;
+
+	while (*submitted < r->cl.n && pool_has_room(r->pool)) {
+		got = inputs_next(&r->cl, &c);
+		if (got <= 0) {
+			if (got == 0)
+				prog_err("the list of inputs ended after %llu "
+					 "of %llu", (unsigned long long)
+					 *submitted, (unsigned long long)
+					 r->cl.n);
+			return -1;
+		}
+		c.label = labels_of(&r->lt, &c);
+		c.split = (uint8_t)split_of(&r->sp, &c);
+		if (pool_submit(r->pool, &c)) {
+			prog_err("out of memory");
+			return -1;
+		}
+		(*submitted)++;
+	}
+	return 0;
+}
+
 /* Decodes every clip on the pool and writes the records in order. */
 static int decode_and_write(struct run *r)
 {
 	size_t jobs = r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n;
+	uint64_t i, submitted = 0;
 	int err = 0;
-	uint64_t i;
 
-	if (pool_start(&r->pool, &r->cl, &r->cfg, jobs, 4 * jobs + 4)) {
+	if (inputs_rewind(&r->cl))
+		return -1;
+	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4)) {
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;
 	}
 	for (i = 0; i < r->cl.n && !err; i++) {
+		err = feed(r, &submitted);
+		if (err)
+			break;
 		err = write_clip(r, i, pool_wait(r->pool, i));
 		pool_release(r->pool, i);
 	}
@@ -616,7 +680,9 @@ static void cleanup(struct run *r, int failed)
 	rec_writer_close(r->w);
 	rec_header_free(r->h);
 	labels_free(&r->lt);
+	split_free(&r->sp);
 	inputs_free(&r->cl);
+	free(r->rate_from);
 	if (r->fd >= 0)
 		close(r->fd);
 	if (failed && r->out_is_file)
@@ -633,10 +699,12 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &r.o);
 	if (r.o.output == NULL)
 		prog_refuse_tty(STDOUT_FILENO);
+	inputs_init(&r.cl, r.o.sort_buffer, NULL);
 	if (gather(&r, argc, argv) || configure(&r) || open_output(&r))
 		goto out;
-	prog_info("%zu inputs, %zu labels, splits %s, %lu Hz, %s%s; "
-		  "listed in %.2f s", r.cl.n, r.lt.n, r.splits,
+	prog_info("%llu inputs, %zu labels, splits %s, %lu Hz, %s%s; "
+		  "listed in %.2f s", (unsigned long long)r.cl.n, r.lt.n,
+		  r.splits,
 		  (unsigned long)r.cfg.rate, rec_dtype_name(r.cfg.dtype),
 		  r.cfg.resample ? "" : " (not resampled)",
 		  prog_now() - r.t0);

@@ -16,27 +16,46 @@
 #define WAVCAT_MAX_CHANNELS 256u
 #define WAVCAT_MAX_KEY 65535u /* a record key's length is 16 bits */
 
-/* One input: a file to decode, or one known to be unusable already. */
+/* One input: a file to decode, or one known to be unusable already. The
+ * strings belong to whoever hands the clip out (see inputs_next()). */
 struct clip {
 	const char *path;   /* what to open (as given, or FOLDER/KEY) */
 	const char *key;    /* path relative to its folder, or as given */
 	const char *skip;   /* reason it cannot be used, known before
 			       decoding (not a regular file...), or NULL */
-	size_t path_off, key_off, skip_off; /* the same as offsets into
-			       the arena, until inputs_finish() */
 	int root;           /* index of the input folder it was found
 			       under, -1 for a file named by path */
-	int32_t label;      /* label id, -1 for none */
-	uint8_t split;      /* enum rec_split */
+	int32_t label;      /* label id, -1 for none (set by the caller) */
+	uint8_t split;      /* enum rec_split (set by the caller) */
 };
 
-/* Every input, in output order once inputs_finish() has run. */
+/* The smallest and the default --sort-buffer. */
+#define WAVCAT_SORT_MIN (4u << 10)
+#define WAVCAT_SORT_DEFAULT (64u << 20)
+
+struct clip_run;
+struct clip_merge;
+
+/* Every input, handed out in output order once inputs_finish() has run.
+ * Like sort(1), the list is held in a buffer of at most sort_limit bytes;
+ * when it would grow past that, the entries are sorted and written as a
+ * run to a temporary file, and inputs_next() merges the runs. */
 struct clip_list {
-	struct clip *v;
-	size_t n, cap;
-	char *arena;        /* path and key strings, by offset until
-			       inputs_finish() turns them into pointers */
-	size_t arena_len, arena_cap;
+	size_t sort_limit;  /* --sort-buffer: bytes of the buffer */
+	const char *tmp_dir; /* where the temporary file goes */
+	char *buf;          /* entries from the start up, their offsets
+			       (size_t) from the end down */
+	size_t cap, used, n_mem;
+	uint64_t n;         /* every input, in memory and spilled */
+	int tmp_fd;         /* the temporary file (unlinked), or -1 */
+	uint64_t tmp_size;  /* bytes written to it */
+	uint64_t n_spilled; /* entries written as first-level runs */
+	struct clip_run *runs;
+	size_t n_runs, runs_cap, n_merged; /* runs on the file; runs
+			       merged into others on the way */
+	char *wbuf;         /* entries on their way to the file */
+	size_t wlen;
+	struct clip_merge *merge; /* the ordered sequence being read */
 	char **roots;       /* the input folders, as given */
 	size_t n_roots;
 	int null_sep;       /* list files are NUL-separated (-0) */
@@ -45,23 +64,31 @@ struct clip_list {
 
 /* inputs.c */
 
+/* Readies cl for inputs_add_arg(): empty, with a sort buffer of limit
+ * bytes and temporary files in tmp_dir (NULL: $TMPDIR, else /tmp). */
+void inputs_init(struct clip_list *cl, size_t limit, const char *tmp_dir);
 /* Adds the inputs named by one command-line argument: a folder (walked),
  * a file, @LISTFILE or "-". Returns 0, or -1 after printing why the run
- * cannot go on (a missing argument, an unreadable list, no memory).
- * Problems with single files become clips with a skip reason. */
+ * cannot go on (a missing argument, an unreadable list, no memory, the
+ * temporary file). Problems with single files become clips with a skip
+ * reason. */
 int inputs_add_arg(struct clip_list *cl, const char *arg);
-/* Sorts the clips by key (bytewise, then by path) and warns about
- * duplicate keys. Returns 0 or -1 (no memory). */
+/* Ends the listing: orders the clips by key (bytewise, then by path) and
+ * warns about duplicate keys. Returns 0 or -1 after printing why. */
 int inputs_finish(struct clip_list *cl);
-/* Frees everything held by cl. */
+/* Starts handing the clips out in order from the first one. Returns 0
+ * or -1 after printing why. */
+int inputs_rewind(struct clip_list *cl);
+/* The next clip in order into *c, its strings valid until the next call
+ * (or inputs_rewind()/inputs_free()): 1, 0 at the end, -1 after printing
+ * why (reading the temporary file, no memory). */
+int inputs_next(struct clip_list *cl, struct clip *c);
+/* Frees everything held by cl and closes the temporary file. */
 void inputs_free(struct clip_list *cl);
 /* Whether a file name has an extension wavcat decodes in folders. */
 int inputs_is_audio_name(const char *name);
 /* Prints the extensions wavcat looks for in folders, for --help. */
 void inputs_print_extensions(FILE *f, int indent, int width);
-/* The clips whose key equals key: [*first, *first + count). */
-size_t inputs_find_key(const struct clip_list *cl, const char *key,
-		       size_t *first);
 /* Reads all of the file at path into a NUL-terminated buffer (its length
  * in *len). NULL with errno set on failure. */
 char *read_file(const char *path, size_t *len);
@@ -73,19 +100,30 @@ const char *quote_name_buf(char *buf, size_t size, const char *s);
 
 /* labels.c */
 
+struct label_entry;
+
+/* The label names of the header, and how a clip gets its label. */
 struct label_table {
 	char **names;   /* in id order */
 	size_t n;
+	int mode;       /* 0 none, 1 top folders, 2 a labels file */
+	struct label_entry *ent; /* a labels file's lines, by path */
+	size_t n_ent;
+	char *text;     /* the labels file, which ent points into */
 };
 
-/* Labels every clip by its top folder (see --help). Returns 0 or -1. */
+/* Makes the table from the clips' top folders (see --help), in one pass
+ * over the clips. Returns 0 or -1 after printing why. */
 int labels_from_folders(struct clip_list *cl, struct label_table *lt);
-/* Labels every clip from a file of "path,label" lines. Returns 0 or -1
- * after printing the reason. */
+/* Reads a file of "path,label" lines into the table and reports, in one
+ * pass over the clips, its entries naming no clip and the clips it does
+ * not name. Returns 0 or -1 after printing the reason. */
 int labels_from_file(struct clip_list *cl, const char *file,
 		     struct label_table *lt);
-/* Sets every clip's label to -1 and leaves the table empty. */
-void labels_none(struct clip_list *cl, struct label_table *lt);
+/* An empty table: every clip -1. */
+void labels_none(struct label_table *lt);
+/* The label id of clip c under lt, -1 for none. */
+int32_t labels_of(const struct label_table *lt, const struct clip *c);
 void labels_free(struct label_table *lt);
 
 /* split.c */
@@ -98,12 +136,27 @@ struct split_opts {
 	const char *val_list, *test_list; /* named lists, or NULL */
 };
 
+struct split_list;
+
+/* How clips get their split: the mode in use and its lists. */
+struct splitter {
+	enum split_mode mode;   /* SPLIT_NONE, _LISTS or _HASH */
+	double val_pct, test_pct;
+	struct split_list *lists;
+	size_t n_lists;
+};
+
 /* Parses the argument of --split into o. Returns 0 or -1 (bad). */
 int split_parse(const char *arg, struct split_opts *o);
-/* Gives every clip its split; writes the header's "splits" value into
- * desc. Returns 0 or -1 after printing why. */
+/* Readies sp to give clips their splits (loading the lists, reporting
+ * in one pass over the clips their entries naming no input); writes the
+ * header's "splits" value into desc. Returns 0 or -1 after printing
+ * why. */
 int split_assign(struct clip_list *cl, const struct split_opts *o,
-		 char *desc, size_t desc_size);
+		 struct splitter *sp, char *desc, size_t desc_size);
+/* The split (enum rec_split) of clip c under sp. */
+int split_of(const struct splitter *sp, const struct clip *c);
+void split_free(struct splitter *sp);
 /* TensorFlow speech_commands' which_set() for the file name in path:
  * REC_SPLIT_VALIDATION, _TESTING or _TRAINING. */
 int split_which_set(const char *path, double val_pct, double test_pct);
@@ -171,14 +224,29 @@ int decode_probe_rate(const char *path, uint32_t *rate);
 
 struct pool;
 
-/* Starts n_threads decoders over the clips, each free to run up to
- * window clips ahead of the one the caller waits for. Returns 0, or -1
- * (no memory, no thread) with *out NULL. */
-int pool_start(struct pool **out, const struct clip_list *cl,
-	       const struct decode_cfg *cfg, size_t n_threads, size_t window);
-/* Waits until clip i is decoded and returns its result, valid until
+/* A clip on the pool: its own copy of the clip's strings, and once
+ * decoded, the result. */
+struct job {
+	struct clip clip;    /* strings in buf, owned by the slot */
+	char *buf;
+	size_t cap;
+	struct decoded out;
+};
+
+/* Starts n_threads decoders, each free to run up to window clips ahead
+ * of the one the caller waits for. Returns 0, or -1 (no memory, no
+ * thread) with *out NULL. */
+int pool_start(struct pool **out, const struct decode_cfg *cfg,
+	       size_t n_threads, size_t window);
+/* Whether clip number `submitted` (the next one) has a free slot. */
+int pool_has_room(const struct pool *p);
+/* Hands the next clip to the decoders (copied: c's strings may go once
+ * this returns). Only when pool_has_room(). Returns 0 or -1 (no
+ * memory). */
+int pool_submit(struct pool *p, const struct clip *c);
+/* Waits until clip i (submitted) is decoded and returns it, valid until
  * pool_release(i). Clips must be waited for in order. */
-struct decoded *pool_wait(struct pool *p, uint64_t i);
+struct job *pool_wait(struct pool *p, uint64_t i);
 /* Frees clip i's slot for a later clip. */
 void pool_release(struct pool *p, uint64_t i);
 /* Stops the threads (after their current clip), frees p; accepts NULL.
