@@ -8,9 +8,9 @@ need_cuda_so
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
 
-test_expect_success 'the .so exports mel_cuda_open and the bench hook only' '
+test_expect_success 'the .so exports its three entry points only' '
 	nm -D --defined-only "$SO" | awk "{ print \$3 }" | sort >syms &&
-	printf "%s\n" mel_cuda_open mel_cuda_time_kernels >expect &&
+	printf "%s\n" mel_cuda_open mel_cuda_time_kernels mel_cuda_warm >expect &&
 	test_cmp expect syms
 '
 
@@ -106,6 +106,21 @@ if test -f "$MOCK"; then
 		mock_vs_cpu c --n-fft 511 --hop 100 --log none --dtype f32 &&
 		mock_vs_cpu d --n-fft 64 --hop 16 --pad-mode reflect \
 			--n-mels 16 --log ln --dtype bf16 --batch 3
+	'
+
+	# mel_cuda_warm() runs in a thread from gpumel's start, before the
+	# header is read: -v says how long it took and how much of it came
+	# before the header (held back by 1 s here: all of it)
+	test_expect_success 'mock runtime: the driver and context start early' '
+		{ sleep 1; cat m.rec; } |
+			./gpumel -v --device cuda >w.rec 2>err &&
+		cat err &&
+		test_grep "backend cuda:0: .*(started in .*the CUDA driver and context took [0-9.]* s, [0-9.]* s of it before the stream.s header came)" err &&
+		took=$(sed -n "s/.*context took \([0-9.]*\) s, .*/\1/p" err) &&
+		before=$(sed -n "s/.*s, \([0-9.]*\) s of it before.*/\1/p" err) &&
+		test -n "$took" && test "$took" = "$before" &&
+		./gpumel -q --device cuda m.rec >nw.rec &&
+		$CMP same w.rec nw.rec
 	'
 
 	test_expect_success 'mock runtime: out of GPU memory is said so' '

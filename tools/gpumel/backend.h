@@ -154,6 +154,17 @@ typedef int (*mel_cuda_open_fn)(const mel_params *p, const mel_fb *fb,
 				int device, size_t batch_hint,
 				mel_backend **out, char *err, size_t errlen);
 
+/*
+ * Also in gpumel-cuda.so: starts the CUDA driver and the primary context
+ * of a device (-1: the first) ahead of mel_cuda_open(), which then finds
+ * them made. gpumel calls it from a thread as soon as it starts, while it
+ * waits for the stream's header: the driver's start and the context take
+ * 0.2-0.3 s on the GPU machines. Errors are left for mel_cuda_open() to
+ * meet and report; this never fails.
+ */
+#define MEL_CUDA_WARM_SYMBOL "mel_cuda_warm"
+typedef void (*mel_cuda_warm_fn)(int device);
+
 #ifdef __cplusplus
 }
 #endif

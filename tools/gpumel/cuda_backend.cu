@@ -1198,6 +1198,14 @@ CU_EXPORT int mel_cuda_open(const mel_params *p, const mel_fb *fb, int device,
 	return 0;
 }
 
+/* See backend.h. cudaFree(0) is the runtime's way to make the context. */
+CU_EXPORT void mel_cuda_warm(int device)
+{
+	if (cudaSetDevice(device < 0 ? 0 : device) == cudaSuccess)
+		(void)cudaFree(0);
+	(void)cudaGetLastError();
+}
+
 /* The benchmark hook (see cuda_mel.h). */
 CU_EXPORT int mel_cuda_time_kernels(mel_backend *be, mel_batch *b, int reps,
 				    float *ms)

@@ -1422,14 +1422,10 @@ static int cuda_so_paths(char paths[2][SO_PATH_MAX])
 	return 0;
 }
 
-/* Loads the CUDA backend; -1 with why in err. */
-static int open_cuda(const struct options *o, const mel_params *p,
-		     const mel_fb *fb, void **dl, mel_backend **be,
-		     char *err, size_t errlen)
+/* Loads gpumel-cuda.so into *dl; -1 with why in err. */
+static int load_cuda_so(void **dl, char *err, size_t errlen)
 {
 	char paths[2][SO_PATH_MAX];
-	mel_cuda_open_fn fn;
-	void *sym;
 	int i;
 
 	if (cuda_so_paths(paths) < 0) {
@@ -1449,9 +1445,80 @@ static int open_cuda(const struct options *o, const mel_params *p,
 		snprintf(err, errlen, "%s", dlerror());
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The CUDA driver's start and a device's context take 0.2-0.3 s, which
+ * gpumel would otherwise spend after the stream's header has come, with
+ * the stages upstream stalled on full pipes: a thread loads
+ * gpumel-cuda.so and starts both (mel_cuda_warm) as soon as gpumel runs.
+ */
+struct warm {
+	pthread_t thread;
+	int started;           /* the thread runs or ran, not joined */
+	int device;            /* --device cuda:N, -1: the first */
+	void *dl;              /* gpumel-cuda.so, for open_cuda() */
+	int failed;            /* loading failed: why in err */
+	char err[512];
+	double t0, t1;         /* the thread's start and end */
+};
+
+static void *warm_main(void *arg)
+{
+	struct warm *w = arg;
+	mel_cuda_warm_fn fn;
+	void *sym;
+
+	w->t0 = prog_now();
+	if (load_cuda_so(&w->dl, w->err, sizeof(w->err)) < 0) {
+		w->failed = 1;
+	} else if ((sym = dlsym(w->dl, MEL_CUDA_WARM_SYMBOL))) {
+		memcpy(&fn, &sym, sizeof(fn));
+		fn(w->device);
+	}
+	w->t1 = prog_now();
+	return NULL;
+}
+
+/* Starts the warm-up; where no thread can start, open_cuda() loads the
+ * backend itself. */
+static void warm_start(struct warm *w, int device)
+{
+	w->device = device;
+	w->started = pthread_create(&w->thread, NULL, warm_main, w) == 0;
+}
+
+static void warm_join(struct warm *w)
+{
+	if (w->started)
+		pthread_join(w->thread, NULL);
+	w->started = 0;
+}
+
+/* Opens the CUDA backend from the warmed-up gpumel-cuda.so (loading it
+ * now when there was no warm-up); -1 with why in err. */
+static int open_cuda(const struct options *o, const mel_params *p,
+		     const mel_fb *fb, struct warm *w, void **dl,
+		     mel_backend **be, char *err, size_t errlen)
+{
+	mel_cuda_open_fn fn;
+	void *sym;
+
+	warm_join(w);
+	if (w->failed) {
+		snprintf(err, errlen, "%s", w->err);
+		return -1;
+	}
+	if (w->dl) {
+		*dl = w->dl;
+		w->dl = NULL;
+	} else if (load_cuda_so(dl, err, errlen) < 0) {
+		return -1;
+	}
 	sym = dlsym(*dl, MEL_CUDA_OPEN_SYMBOL);
 	if (!sym) {
-		snprintf(err, errlen, "'%.300s' has no symbol %s", paths[i],
+		snprintf(err, errlen, "%s has no symbol %s", CUDA_SO,
 			 MEL_CUDA_OPEN_SYMBOL);
 		return -1;
 	}
@@ -1462,13 +1529,13 @@ static int open_cuda(const struct options *o, const mel_params *p,
 /* The backend that --device asks for; NULL after a message. */
 static mel_backend *open_backend(const struct options *o,
 				 const mel_params *p, const mel_fb *fb,
-				 void **dl)
+				 struct warm *w, void **dl)
 {
 	char err[512] = "";
 	mel_backend *be = NULL;
 
 	if (o->device != DEV_CPU) {
-		if (open_cuda(o, p, fb, dl, &be, err, sizeof(err)) == 0)
+		if (open_cuda(o, p, fb, w, dl, &be, err, sizeof(err)) == 0)
 			return be;
 		if (be)
 			be->destroy(be);
@@ -1625,6 +1692,7 @@ struct run {
 	mel_fb *fb;
 	mel_backend *be;
 	void *dl;
+	struct warm warm;
 	struct loop lp;
 };
 
@@ -1664,11 +1732,19 @@ static int open_compute(struct run *r, const struct options *o,
 	double t0 = prog_now();
 
 	warn_empty_filters(r->fb, p);
-	r->be = open_backend(o, p, r->fb, &r->dl);
+	r->be = open_backend(o, p, r->fb, &r->warm, &r->dl);
 	if (!r->be)
 		return -1;
-	prog_info("backend %s (started in %.2f s)", r->be->name,
-		  prog_now() - t0);
+	if (r->warm.t1 > r->warm.t0 && r->dl)
+		prog_info("backend %s (started in %.2f s from gpumel's own "
+			  "start; the CUDA driver and context took %.2f s, "
+			  "%.2f s of it before the stream's header came)",
+			  r->be->name, prog_now() - r->warm.t0,
+			  r->warm.t1 - r->warm.t0,
+			  (t0 < r->warm.t1 ? t0 : r->warm.t1) - r->warm.t0);
+	else
+		prog_info("backend %s (started in %.2f s)", r->be->name,
+			  prog_now() - t0);
 	return 0;
 }
 
@@ -1739,6 +1815,10 @@ static void close_output(struct run *r)
 
 static void run_close(struct run *r)
 {
+	/* not while the warm-up thread may be inside the CUDA runtime */
+	warm_join(&r->warm);
+	if (r->warm.dl)
+		dlclose(r->warm.dl);
 	if (r->lp.hb)
 		loop_free(&r->lp);
 	rec_writer_close(r->wr);
@@ -1772,6 +1852,8 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	resolve_defaults(&o, &p);
 	check_usage(&o, &p);
+	if (o.device != DEV_CPU)
+		warm_start(&r.warm, o.cuda_index);
 	if (open_streams(&r, &o, &p) < 0 || open_compute(&r, &o, &p) < 0 ||
 	    open_writer(&r, &o, &p, argc, argv) < 0 ||
 	    run_stream(&r, &o, &p) < 0)
