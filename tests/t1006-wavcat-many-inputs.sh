@@ -189,6 +189,24 @@ test_expect_success 'files by path, @LIST, hash split' '
 	$RR def.rec --records | grep " validation "
 '
 
+# Entries larger than the whole buffer (paths of 5,000 to 9,000 bytes,
+# which open() refuses: skipped records) among ordinary ones.
+test_expect_success 'entries larger than --sort-buffer' '
+	$PYTHON - <<-\EOF &&
+	keys = [b"L/p/f%03d.wav" % i for i in range(40)]
+	keys += [b"L/" + b"x" * (5000 + 97 * i) + b"%d.wav" % i
+		 for i in range(40)]
+	with open("list-long.txt", "wb") as f:
+	    f.write(b"\n".join(keys[::-1]) + b"\n")
+	with open("expect-long.keys", "w") as f:
+	    f.write("".join(repr(k) + "\n" for k in keys))
+	EOF
+	EXPECT=expect-long.keys same @list-long.txt &&
+	test_grep "File name too long" def.err &&
+	wavcat -v --sort-buffer 4K @list-long.txt 2>err >/dev/null &&
+	test_grep "spilled [0-9]* inputs" err
+'
+
 test_expect_success '- and @LIST with -0 (names with newlines), no labels' '
 	STDIN=list0.txt EXPECT=expect-nul.keys same -0 --no-labels \
 		--split none D2 - @list0b.txt &&

@@ -154,6 +154,23 @@ test_expect_success GPU 'lost GPU, --device auto: exit 1, no switch to CPU' '
 	test_must_fail recdump -q auto.rec
 '
 
+# The cuFFT path (n_fft 400 is not a power of two), which has cuFFT calls
+# of its own that may be the first to meet the broken context.
+test_expect_success GPU 'lost GPU on the cuFFT path: exit 1 naming it' '
+	"$PYTHON" slow_cat.py in.rec "$HEAD_MIB" "$RATE" 2>prod.err | {
+		timeout 120 env LD_PRELOAD="$TRAP" \
+			MELPIPE_TEST_GPU_TRAP_MS="$TRAP_MS" \
+			gpumel -v --device cuda --n-fft 400 --hop 160 \
+			2>err-fft >fft.rec
+		echo $? >err-fft.rc
+	} &&
+	test_grep "(cufft)" err-fft &&
+	trap_fired_mid_run err-fft &&
+	computed_before_trap fft.rec &&
+	failed_cleanly err-fft &&
+	test_must_fail recdump -q fft.rec
+'
+
 # Each status on its own: dash has no pipefail.
 test_expect_success GPU 'lost GPU in a pipeline: it fails, no dataset' '
 	{ gpumel_trapped cuda err-pipe |

@@ -1470,7 +1470,6 @@ static void *warm_main(void *arg)
 	mel_cuda_warm_fn fn;
 	void *sym;
 
-	w->t0 = prog_now();
 	if (load_cuda_so(&w->dl, w->err, sizeof(w->err)) < 0) {
 		w->failed = 1;
 	} else if ((sym = dlsym(w->dl, MEL_CUDA_WARM_SYMBOL))) {
@@ -1486,6 +1485,7 @@ static void *warm_main(void *arg)
 static void warm_start(struct warm *w, int device)
 {
 	w->device = device;
+	w->t0 = prog_now();
 	w->started = pthread_create(&w->thread, NULL, warm_main, w) == 0;
 }
 
@@ -1710,6 +1710,10 @@ static int open_streams(struct run *r, const struct options *o,
 	r->in_fd = prog_open_input(o->input);
 	if (r->in_fd < 0)
 		return -1;
+	/* after the checks that exit (a terminal): not while the warm-up
+	 * may be inside the CUDA runtime */
+	if (o->device != DEV_CPU)
+		warm_start(&r->warm, o->cuda_index);
 	err = rec_reader_open(&r->rd, r->in_fd, &ro);
 	if (err) {
 		prog_err("%s", rec_reader_detail(r->rd)[0] ?
@@ -1741,6 +1745,7 @@ static int open_compute(struct run *r, const struct options *o,
 			  "%.2f s of it before the stream's header came)",
 			  r->be->name, prog_now() - r->warm.t0,
 			  r->warm.t1 - r->warm.t0,
+			  t0 < r->warm.t0 ? 0.0 :
 			  (t0 < r->warm.t1 ? t0 : r->warm.t1) - r->warm.t0);
 	else
 		prog_info("backend %s (started in %.2f s)", r->be->name,
@@ -1852,8 +1857,6 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	resolve_defaults(&o, &p);
 	check_usage(&o, &p);
-	if (o.device != DEV_CPU)
-		warm_start(&r.warm, o.cuda_index);
 	if (open_streams(&r, &o, &p) < 0 || open_compute(&r, &o, &p) < 0 ||
 	    open_writer(&r, &o, &p, argc, argv) < 0 ||
 	    run_stream(&r, &o, &p) < 0)

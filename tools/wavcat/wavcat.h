@@ -156,6 +156,7 @@ int split_assign(struct clip_list *cl, const struct split_opts *o,
 		 struct splitter *sp, char *desc, size_t desc_size);
 /* The split (enum rec_split) of clip c under sp. */
 int split_of(const struct splitter *sp, const struct clip *c);
+/* Frees the lists held by sp (split_assign()); accepts an empty one. */
 void split_free(struct splitter *sp);
 /* TensorFlow speech_commands' which_set() for the file name in path:
  * REC_SPLIT_VALIDATION, _TESTING or _TRAINING. */
