@@ -228,6 +228,7 @@ static int fft_ok(cu_ctx *c, cufftResult r, const char *fmt, ...)
 {
 	char what[256];
 	size_t fr, tot;
+	cudaError_t e;
 	va_list ap;
 
 	if (r == CUFFT_SUCCESS)
@@ -237,11 +238,13 @@ static int fft_ok(cu_ctx *c, cufftResult r, const char *fmt, ...)
 	va_end(ap);
 	/* cuFFT's result does not say whether the context is gone; a runtime
 	 * call that does not wait does (a lost context fails every call) */
-	if (context_lost(cudaMemGetInfo(&fr, &tot))) {
+	e = cudaMemGetInfo(&fr, &tot);
+	if (context_lost(e)) {
 		set_err(c, "%s%sthe GPU stopped working: %s failed: %s "
-			"(cufftResult %d; the CUDA context is lost: this "
-			"process cannot use the GPU any more)", c->where,
-			*c->where ? ": " : "", what, cufft_str(r), (int)r);
+			"(cufftResult %d), and the CUDA runtime says: %s (the "
+			"CUDA context is lost: this process cannot use the GPU "
+			"any more)", c->where, *c->where ? ": " : "", what,
+			cufft_str(r), (int)r, cudaGetErrorString(e));
 		return -1;
 	}
 	set_err(c, "%s%s%s failed: %s (cufftResult %d)", c->where,
