@@ -39,6 +39,8 @@ struct pool {
 	pthread_cond_t can_take;   /* a slot was released, or stop */
 	size_t n_waiting;          /* threads waiting on can_take */
 	pthread_cond_t finished;   /* a clip was decoded */
+	pool_annotate_fn annotate; /* run by the decoders, or NULL */
+	void *annotate_ctx;
 	uint64_t submitted;        /* clips handed in by the caller */
 	uint64_t next;             /* next clip to hand out */
 	uint64_t released;         /* clips the caller is done with */
@@ -80,6 +82,8 @@ static void *worker_main(void *arg)
 		i = p->next++;
 		s = &p->slots[i % p->window];
 		pthread_mutex_unlock(&p->lock);
+		if (p->annotate)
+			p->annotate(p->annotate_ctx, &s->job.clip);
 		decode_clip(w, &s->job);
 		pthread_mutex_lock(&p->lock);
 		s->done = 1;
@@ -91,7 +95,8 @@ static void *worker_main(void *arg)
 }
 
 int pool_start(struct pool **out, const struct decode_cfg *cfg,
-	       size_t n_threads, size_t window)
+	       size_t n_threads, size_t window, pool_annotate_fn annotate,
+	       void *ctx)
 {
 	struct pool *p = calloc(1, sizeof(*p));
 	size_t i;
@@ -100,6 +105,8 @@ int pool_start(struct pool **out, const struct decode_cfg *cfg,
 	if (p == NULL)
 		return -1;
 	p->window = window;
+	p->annotate = annotate;
+	p->annotate_ctx = ctx;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->can_take, NULL);
 	pthread_cond_init(&p->finished, NULL);

@@ -579,8 +579,17 @@ static int write_clip(struct run *r, uint64_t i, const struct job *j)
 	return 0;
 }
 
+/* A clip's label and split, given in the decoder threads (pool.c). */
+static void annotate(void *arg, struct clip *c)
+{
+	const struct run *r = arg;
+
+	c->label = labels_of(&r->lt, c);
+	c->split = (uint8_t)split_of(&r->sp, c);
+}
+
 /* Hands the pool the clips after the last one handed in, while it has
- * room; each clip gets its label and split here. */
+ * room. */
 static int feed(struct run *r, uint64_t *submitted)
 {
 	struct clip c;
@@ -596,8 +605,6 @@ static int feed(struct run *r, uint64_t *submitted)
 					 r->cl.n);
 			return -1;
 		}
-		c.label = labels_of(&r->lt, &c);
-		c.split = (uint8_t)split_of(&r->sp, &c);
 		if (pool_submit(r->pool, &c)) {
 			prog_err("out of memory");
 			return -1;
@@ -616,7 +623,7 @@ static int decode_and_write(struct run *r)
 
 	if (inputs_rewind(&r->cl))
 		return -1;
-	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4)) {
+	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4, annotate, r)) {
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;
 	}

@@ -234,11 +234,18 @@ struct job {
 	struct decoded out;
 };
 
+/* What a decoder thread does to a clip before it decodes it: give it
+ * its label and split, from tables that do not change while the pool
+ * runs (so that the caller, which also writes the output, need not). */
+typedef void (*pool_annotate_fn)(void *ctx, struct clip *c);
+
 /* Starts n_threads decoders, each free to run up to window clips ahead
- * of the one the caller waits for. Returns 0, or -1 (no memory, no
- * thread) with *out NULL. */
+ * of the one the caller waits for; each calls annotate(ctx, clip) (when
+ * not NULL) on a clip before decoding it. Returns 0, or -1 (no memory,
+ * no thread) with *out NULL. */
 int pool_start(struct pool **out, const struct decode_cfg *cfg,
-	       size_t n_threads, size_t window);
+	       size_t n_threads, size_t window, pool_annotate_fn annotate,
+	       void *ctx);
 /* Whether clip number `submitted` (the next one) has a free slot. */
 int pool_has_room(const struct pool *p);
 /* Hands the next clip to the decoders (copied: c's strings may go once
