@@ -93,6 +93,12 @@ test_expect_success 'a failing stage leaves no dataset and fails the pipeline' '
 test_expect_success VALGRIND 'every stage is clean under valgrind' '
 	VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
 	$VG wavcat --rate 4096 --duration 2 -j 2 DATA/ >vg-clips.rec &&
+	for i in $(seq 100 220); do
+		echo "gone/a_path_long_enough_to_fill_the_sort_buffer_$i.wav"
+	done >vg-list.txt &&
+	$VG wavcat -v --sort-buffer 4K --rate 4096 --duration 2 -j 2 DATA/ \
+		@vg-list.txt 2>vg-spill.err >vg-spill.rec &&
+	test_grep "spilled [0-9]* inputs" vg-spill.err &&
 	$VG segment --len 512 --hop 512 <vg-clips.rec >vg-segs.rec &&
 	$VG gpumel --device cpu -j 2 --n-fft 512 --hop 512 --n-mels 32 \
 		--no-center <vg-segs.rec >vg-feats.rec &&
