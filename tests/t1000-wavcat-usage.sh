@@ -88,7 +88,11 @@ test_expect_success 'the messages name the option and the value' '
 	test_expect_code 2 wavcat --rate 12x D 2>e &&
 	test_grep "12x.*for --rate" e &&
 	test_expect_code 2 wavcat --split hash:70:40 D 2>e &&
-	test_grep "hash:70:40" e
+	test_grep "hash:70:40" e &&
+	test_expect_code 2 wavcat --sort-buffer 1K D 2>e &&
+	test_grep "1K.*for --sort-buffer: out of range (expected 4096\.\." e &&
+	test_expect_code 2 wavcat --sort-buffer 12Q D 2>e &&
+	test_grep "12Q.*for --sort-buffer: not a number" e
 '
 
 test_expect_success 'a missing input argument fails (exit 1) naming it' '
