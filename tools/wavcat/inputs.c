@@ -24,6 +24,7 @@
 
 #include <sndfile.h>
 
+#include "../../lib/xio.h"
 #include "../common/prog.h"
 #include "wavcat.h"
 
@@ -366,18 +367,11 @@ static int tmp_open(struct clip_list *cl)
 
 static int tmp_write(struct clip_list *cl, const char *p, size_t n)
 {
-	ssize_t k;
+	int err = xio_write_all(cl->tmp_fd, p, n);
 
-	while (n > 0) {
-		k = write(cl->tmp_fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return tmp_fail(cl, "write", k < 0 ? errno : ENOSPC);
-		p += k;
-		n -= (size_t)k;
-		cl->tmp_size += (uint64_t)k;
-	}
+	if (err)
+		return tmp_fail(cl, "write", -err);
+	cl->tmp_size += n;
 	return 0;
 }
 
@@ -1037,7 +1031,7 @@ static int merge_next(const struct clip_list *cl, struct clip_merge *m,
 }
 
 /* Merges runs [first, first + count) into one new run at the end of the
- * file, and drops them from the list. */
+ * file (and of cl->runs). */
 static int merge_some(struct clip_list *cl, size_t first, size_t count)
 {
 	struct clip_merge *m = merge_new(cl, first, count, 0);
@@ -1054,13 +1048,7 @@ static int merge_some(struct clip_list *cl, size_t first, size_t count)
 		if (run_put(cl, ent, size))
 			goto out;
 	}
-	if (got < 0 || run_end(cl, off))
-		goto out;
-	memmove(cl->runs + first, cl->runs + first + count,
-		(cl->n_runs - first - count) * sizeof(*cl->runs));
-	cl->n_runs -= count;
-	cl->n_merged += count;
-	err = 0;
+	err = got < 0 ? -1 : run_end(cl, off);
 out:
 	merge_free(m);
 	return err;
@@ -1069,7 +1057,7 @@ out:
 int inputs_rewind(struct clip_list *cl)
 {
 	merge_free(cl->merge);
-	cl->merge = merge_new(cl, 0, cl->n_runs, 1);
+	cl->merge = merge_new(cl, cl->run0, cl->n_runs - cl->run0, 1);
 	return cl->merge ? 0 : -1;
 }
 
@@ -1078,25 +1066,28 @@ int inputs_next(struct clip_list *cl, struct clip *c)
 	return merge_next(cl, cl->merge, c);
 }
 
-/* Keeps a copy of clip c's key and path in *buf (for the next clip's
- * duplicate check). Returns 0 or -1 (no memory). */
-static int keep_clip(const struct clip *c, char **buf, size_t *cap,
+int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,
 		     struct clip *kept)
 {
 	size_t pl = strlen(c->path) + 1, kl = strlen(c->key) + 1;
+	size_t sl = c->skip ? strlen(c->skip) + 1 : 0, need = pl + kl + sl;
 	char *nb;
 
-	if (pl + kl > *cap) {
-		nb = realloc(*buf, 2 * (pl + kl));
+	if (need > *cap) {
+		nb = realloc(*buf, need);
 		if (nb == NULL)
 			return -1;
 		*buf = nb;
-		*cap = 2 * (pl + kl);
+		*cap = need;
 	}
+	*kept = *c;
 	memcpy(*buf, c->path, pl);
 	memcpy(*buf + pl, c->key, kl);
+	if (c->skip)
+		memcpy(*buf + pl + kl, c->skip, sl);
 	kept->path = *buf;
 	kept->key = *buf + pl;
+	kept->skip = c->skip ? *buf + pl + kl : NULL;
 	return 0;
 }
 
@@ -1117,7 +1108,7 @@ static int warn_duplicates(struct clip_list *cl)
 				  quote_name_buf(q1, sizeof(q1), c.key),
 				  quote_name_buf(q2, sizeof(q2), prev.path),
 				  quote_name_buf(q3, sizeof(q3), c.path));
-		if (keep_clip(&c, &buf, &cap, &prev)) {
+		if (inputs_keep_clip(&c, &buf, &cap, &prev)) {
 			prog_err("out of memory");
 			goto out;
 		}
@@ -1131,16 +1122,16 @@ out:
 int inputs_finish(struct clip_list *cl)
 {
 	sort_mem(cl);
-	while (cl->n_runs > FAN_IN)
-		if (merge_some(cl, 0, FAN_IN))
+	for (; cl->n_runs - cl->run0 > FAN_IN; cl->run0 += FAN_IN)
+		if (merge_some(cl, cl->run0, FAN_IN))
 			return -1;
 	if (cl->n_spilled > 0)
 		prog_info("spilled %llu inputs to a temporary file in '%s' "
 			  "(over --sort-buffer %zu bytes): %zu runs written, "
 			  "%zu merged into others, %llu bytes",
 			  (unsigned long long)cl->n_spilled, cl->tmp_dir,
-			  cl->sort_limit, cl->n_runs + cl->n_merged,
-			  cl->n_merged, (unsigned long long)cl->tmp_size);
+			  cl->sort_limit, cl->n_runs, cl->run0,
+			  (unsigned long long)cl->tmp_size);
 	return warn_duplicates(cl);
 }
 

@@ -9,7 +9,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../common/prog.h"
 #include "wavcat.h"
@@ -138,37 +137,12 @@ int pool_has_room(const struct pool *p)
 	return p->submitted < p->released + p->window;
 }
 
-/* Copies c's strings into the job's own buffer. */
-static int job_copy(struct job *j, const struct clip *c)
-{
-	size_t pl = strlen(c->path) + 1, kl = strlen(c->key) + 1;
-	size_t sl = c->skip ? strlen(c->skip) + 1 : 0, need = pl + kl + sl;
-	char *nb;
-
-	if (need > j->cap) {
-		nb = realloc(j->buf, need);
-		if (nb == NULL)
-			return -1;
-		j->buf = nb;
-		j->cap = need;
-	}
-	j->clip = *c;
-	memcpy(j->buf, c->path, pl);
-	memcpy(j->buf + pl, c->key, kl);
-	if (c->skip)
-		memcpy(j->buf + pl + kl, c->skip, sl);
-	j->clip.path = j->buf;
-	j->clip.key = j->buf + pl;
-	j->clip.skip = c->skip ? j->buf + pl + kl : NULL;
-	return 0;
-}
-
 int pool_submit(struct pool *p, const struct clip *c)
 {
 	struct slot *s = &p->slots[p->submitted % p->window];
 
 	/* The slot is free: no thread touches it until submitted moves. */
-	if (job_copy(&s->job, c))
+	if (inputs_keep_clip(c, &s->job.buf, &s->job.cap, &s->job.clip))
 		return -1;
 	pthread_mutex_lock(&p->lock);
 	p->submitted++;

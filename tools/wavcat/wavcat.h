@@ -25,8 +25,8 @@ struct clip {
 			       decoding (not a regular file...), or NULL */
 	int root;           /* index of the input folder it was found
 			       under, -1 for a file named by path */
-	int32_t label;      /* label id, -1 for none (set by the caller) */
-	uint8_t split;      /* enum rec_split (set by the caller) */
+	int32_t label;      /* label id, -1 for none (given in the pool) */
+	uint8_t split;      /* enum rec_split (given in the pool) */
 };
 
 /* The smallest and the default --sort-buffer. */
@@ -51,8 +51,8 @@ struct clip_list {
 	uint64_t tmp_size;  /* bytes written to it */
 	uint64_t n_spilled; /* entries written as first-level runs */
 	struct clip_run *runs;
-	size_t n_runs, runs_cap, n_merged; /* runs on the file; runs
-			       merged into others on the way */
+	size_t n_runs, runs_cap; /* every run written to the file */
+	size_t run0;        /* runs before it were merged into later ones */
 	char *wbuf;         /* entries on their way to the file */
 	size_t wlen;
 	struct clip_merge *merge; /* the ordered sequence being read */
@@ -83,6 +83,11 @@ int inputs_rewind(struct clip_list *cl);
  * (or inputs_rewind()/inputs_free()): 1, 0 at the end, -1 after printing
  * why (reading the temporary file, no memory). */
 int inputs_next(struct clip_list *cl, struct clip *c);
+/* Copies clip c into *kept with its strings in *buf (grown as needed,
+ * *cap bytes), for a clip that must outlive the next inputs_next().
+ * Returns 0 or -1 (no memory). */
+int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,
+		     struct clip *kept);
 /* Frees everything held by cl and closes the temporary file. */
 void inputs_free(struct clip_list *cl);
 /* Whether a file name has an extension wavcat decodes in folders. */
