@@ -1366,19 +1366,27 @@ static int ra_crc(rec_reader *r, const struct rhdr *h, uint32_t *crc)
 	return 1;
 }
 
+/* The CRC32C of a record's header (its crc field taken as 0) and its
+ * metadata, at p. */
+static uint32_t head_meta_crc(const unsigned char *p, uint32_t meta_len)
+{
+	unsigned char head[REC_HDR_SIZE];
+
+	memcpy(head, p, REC_HDR_SIZE);
+	memset(head + 20, 0, 4);
+	return crc32c(crc32c(0, head, REC_HDR_SIZE), p + REC_HDR_SIZE,
+		      meta_len);
+}
+
 static int rd_check_crc(rec_reader *r, const struct rhdr *h)
 {
 	const unsigned char *p = r->buf + r->pos;
-	unsigned char head[REC_HDR_SIZE];
 	uint32_t crc, hm = 0; /* hm: CRC of the header and the metadata */
 	int have_hm = 0;
 
 	r->have_data_crc = 0;
 	if (!ra_crc(r, h, &crc)) {
-		memcpy(head, p, REC_HDR_SIZE);
-		memset(head + 20, 0, 4);
-		hm = crc32c(crc32c(0, head, REC_HDR_SIZE), p + REC_HDR_SIZE,
-			    h->meta_len);
+		hm = head_meta_crc(p, h->meta_len);
 		have_hm = 1;
 		crc = crc32c(hm, p + REC_HDR_SIZE + h->meta_len, h->data_len);
 	}
@@ -1387,12 +1395,8 @@ static int rd_check_crc(rec_reader *r, const struct rhdr *h)
 			       "0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
 			       h->crc, crc);
 	if (r->want_data_crc && !(h->flags & REC_F_ZSTD)) {
-		if (!have_hm) {
-			memcpy(head, p, REC_HDR_SIZE);
-			memset(head + 20, 0, 4);
-			hm = crc32c(crc32c(0, head, REC_HDR_SIZE),
-				    p + REC_HDR_SIZE, h->meta_len);
-		}
+		if (!have_hm)
+			hm = head_meta_crc(p, h->meta_len);
 		/* crc = hm * x^(8 data_len) + payload's CRC (mod P) */
 		r->data_crc = crc ^ crc32c_combine(hm, 0, h->data_len);
 		r->have_data_crc = 1;

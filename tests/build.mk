@@ -19,24 +19,16 @@ $(HELPER_BIN): $(HELPER_DIR)/%: $(HELPER_DIR)/%.o $(HELPER_TAP) \
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_zstd) -lm
 
-# fault-io.so: an LD_PRELOAD library that fails pwrite/fsync with EIO
-# (t4005); plain build only: a sanitizer runtime must be loaded first.
+# LD_PRELOAD libraries, plain build only (a sanitizer runtime must be
+# loaded first): fault-io.so fails pwrite/fsync with EIO (t4005);
+# gpu-trap.so breaks the CUDA primary context mid-run with a trap kernel
+# (t6400).
+PRELOAD_SO := $(HELPER_DIR)/fault-io.so $(HELPER_DIR)/gpu-trap.so
 ifeq ($(SAN),0)
-test-helpers: $(HELPER_DIR)/fault-io.so
+test-helpers: $(PRELOAD_SO)
 endif
 
-$(HELPER_DIR)/fault-io.so: tests/helper/fault-io.c
-	@mkdir -p $(@D)
-	@[ "$(V)" = 1 ] || echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $< -ldl
-
-# gpu-trap.so: an LD_PRELOAD library that breaks the CUDA primary context
-# mid-run with a trap kernel (t6400); plain build only, as fault-io.so.
-ifeq ($(SAN),0)
-test-helpers: $(HELPER_DIR)/gpu-trap.so
-endif
-
-$(HELPER_DIR)/gpu-trap.so: tests/helper/gpu-trap.c
+$(PRELOAD_SO): $(HELPER_DIR)/%.so: tests/helper/%.c
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $< -ldl -lpthread
