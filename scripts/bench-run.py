@@ -609,6 +609,11 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
     floor_one = Row("floor_one", "floor: read all files, one cat", sb, clips)
     pipe = Row("pipeline", "pipeline end to end "
                f"(gpumel --device {t.device})", sb, clips)
+    # What one pipe hop allows: wavcat's stream read and checked by a
+    # program that does nothing else. Every pipeline of these stages
+    # carries the samples through such a hop, so it cannot beat this row.
+    hop = Row("hop", "one pipe hop: wavcat -> recdump -q (decoded, "
+              "checked, nothing else)", sb, clips)
     st = {
         "wavcat": Row("wavcat", "wavcat alone (files -> /dev/null)", sb,
                       clips),
@@ -623,6 +628,7 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
         (floor_par, par, t.plain_env, None),
         (floor_one, one, t.plain_env, None),
         (pipe, pipeline_cmd(t, d, out_pipe), t.env, out_pipe),
+        (hop, f"{t.wavcat(d)} | {q(t.prog('recdump'))} -q", t.env, None),
         (st["wavcat"], f"{t.wavcat(d)} > /dev/null", t.env, None),
         (st["segment"], f"{t.segment()} < {q(clips_rec)} > /dev/null",
          t.env, None),
@@ -631,7 +637,7 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
         (st["h5pack"], f"{t.h5pack(out_alone)} < {q(feats_rec)}", t.env,
          out_alone),
     ]
-    rows += [floor_par, floor_one, pipe] + list(st.values())
+    rows += [floor_par, floor_one, pipe, hop] + list(st.values())
 
     anchor = None
     anchor_argv = None
@@ -883,6 +889,12 @@ def report(a, res, rows, sample_bytes, clips, gpu):
                  f"has {res['machine']['nproc']}.)")
     L.append("")
     L.append(f"Slowest stage alone: {slowest} ({stage_t[slowest]:.3f} s).")
+    hop_row = by.get("hop")
+    if hop_row and hop_row.times:
+        L.append(f"One pipe hop (wavcat -> recdump -q): "
+                 f"{hop_row.median:.3f} s, {hop_row.median / floor:.2f}x "
+                 "the parallel read floor; no pipeline of these stages "
+                 "can be faster.")
     sc = res.get("scaling")
     if sc:
         sizes = sorted(sc["sizes"])
