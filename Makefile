@@ -69,7 +69,7 @@ COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 LIBS_wavcat := $(LIBS_sndfile) -lm
 LIBS_segment := -lm
 LIBS_gpumel := $(LIBS_fftw) -lm -ldl
-LIBS_h5pack := $(LIBS_hdf5) -lm
+LIBS_h5pack := $(LIBS_hdf5) $(shell pkg-config --libs zlib 2>/dev/null || echo -lz) -lm
 LIBS_recdump := -lm
 
 all: $(PROGS:%=$(BIN)/%)

@@ -26,6 +26,9 @@ struct h5out_opts {
 	int splits;              /* training/validation/testing groups */
 	uint64_t clips_expected; /* the header's clips; 0 when unknown */
 	size_t chunk_bytes;      /* target size of a features chunk */
+	size_t jobs;             /* threads compressing whole features
+				    chunks (the file is the same for any
+				    number) */
 };
 
 /* What the file holds, for the summary line. */
@@ -54,7 +57,11 @@ int h5out_finish(h5out *h, const rec_header *hdr);
  * NULL. After a failure the file's contents are undefined. */
 void h5out_close(h5out *h);
 void h5out_counts(const h5out *h, struct h5out_counts *c);
-/* Seconds spent inside the HDF5 library (writing, compressing). */
+/* Seconds spent inside the HDF5 library (writing, compressing), and
+ * waiting for the compression threads. */
 double h5out_write_time(const h5out *h);
+/* Seconds the compression threads worked, summed over them, and how
+ * many there were (0 when nothing was compressed by them). */
+double h5out_compress_time(const h5out *h, size_t *threads);
 
 #endif

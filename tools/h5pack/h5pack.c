@@ -29,6 +29,7 @@
 #define PROGRESS_EVERY 64       /* records between looks at the clock */
 #define WRITEBACK_EVERY 65536   /* records between writeback kicks */
 #define PROGRESS_INTERVAL 0.1   /* seconds between redraws */
+#define MAX_DEFAULT_JOBS 8
 
 struct options {
 	const char *output;
@@ -37,6 +38,7 @@ struct options {
 	int compress;           /* enum h5out_compress */
 	unsigned level;
 	size_t chunk_bytes;
+	size_t jobs;            /* 0: the default */
 };
 
 struct progress {
@@ -44,6 +46,19 @@ struct progress {
 	double start, last;
 	uint64_t expected;      /* clips, 0 when the header does not say */
 };
+
+/* Compression threads unless --jobs says: zstd's default level makes
+ * about 0.3-0.5 GB/s a thread, and the stream brings features at a few
+ * hundred MB/s to 1 GB/s, so a few threads are plenty; more only hold
+ * more chunks in memory (two per thread). */
+static size_t default_jobs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > MAX_DEFAULT_JOBS ? MAX_DEFAULT_JOBS : (size_t)n;
+}
 
 static void usage(FILE *f)
 {
@@ -76,6 +91,9 @@ static void usage(FILE *f)
 "                        when installed)\n"
 "      --chunk-size=SIZE bytes of features per chunk, 4K to 16M (default\n"
 "                        1M); the unit of compression and of reads\n"
+"  -j, --jobs=N          threads compressing chunks (default: online CPUs,\n"
+"                        at most %d; here %zu); the file is the same for\n"
+"                        any N\n"
 "  -n, --no-clobber      fail instead of replacing an existing OUT.h5\n"
 "  -o, --output=OUT.h5   the dataset file to write (required)\n"
 "  -q, --quiet           no warnings, no progress, no summary line\n"
@@ -93,7 +111,7 @@ static void usage(FILE *f)
 "Exit status: 0 written, 1 failure (bad or truncated stream, write error;\n"
 "no OUT.h5 written), 2 usage error. Killed by SIGINT, SIGTERM, SIGHUP or\n"
 "SIGQUIT it removes its temporary file and dies of the signal.\n",
-		prog_name);
+		prog_name, MAX_DEFAULT_JOBS, default_jobs());
 }
 
 static void parse_compress(const char *spec, struct options *o)
@@ -127,6 +145,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
 		{ "compress", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "no-clobber", no_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -136,7 +155,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:hno:qVv", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "c:hj:no:qVv", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case OPT_CHUNK:
@@ -150,6 +169,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
+		case 'j':
+			o->jobs = (size_t)prog_arg_u64("--jobs", optarg, 1,
+						       256);
+			break;
 		case 'n':
 			o->no_clobber = 1;
 			break;
@@ -277,6 +300,7 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 	ho->compress = o->compress;
 	ho->level = o->level;
 	ho->chunk_bytes = o->chunk_bytes;
+	ho->jobs = o->jobs ? o->jobs : default_jobs();
 	return 0;
 }
 
@@ -383,16 +407,22 @@ static void report(const rec_reader *r, const h5out *h, double total,
 {
 	double t_h5 = h5out_write_time(h);
 	double t_in = rec_reader_wait(r);
+	size_t jobs;
+	double t_z = h5out_compress_time(h, &jobs);
 	double work = total - t_in - t_h5;
+	char threads[96] = "";
 	struct stat sb;
 
 	if (prog_verbosity < 1)
 		return;
+	if (jobs)
+		snprintf(threads, sizeof(threads), " (compression threads "
+			 "(%zu): %.2f s)", jobs, t_z);
 	prog_info("read %" PRIu64 " records (%" PRIu64 " bytes), wrote %lld "
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
-		  "%.2f s", rec_reader_count(r), rec_reader_offset(r),
+		  "%.2f s%s", rec_reader_count(r), rec_reader_offset(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
-		  t_in, work > 0 ? work : 0, t_h5);
+		  t_in, work > 0 ? work : 0, t_h5, threads);
 }
 
 static int run(const struct options *o, int argc, char **argv)
