@@ -17,6 +17,13 @@
  * long clip does not keep its memory for the rest of the run. */
 #define SLOT_KEEP_MAX (16u << 20)
 
+/* Clips waiting for a decoder before the caller wakes a sleeping one,
+ * while another decoder is awake (it takes them as it finishes its clip).
+ * Waking a thread costs the caller a system call and the thread's CPU an
+ * interrupt, microseconds in a virtual machine: done for every clip, it
+ * was most of the writing thread's time for short clips. */
+#define WAKE_QUEUED 4
+
 struct slot {
 	struct job job;
 	int done;                /* decoded, not yet released */
@@ -146,7 +153,10 @@ int pool_submit(struct pool *p, const struct clip *c)
 		return -1;
 	pthread_mutex_lock(&p->lock);
 	p->submitted++;
-	if (p->n_waiting)
+	/* a decoder that is awake looks at the queue before it sleeps (under
+	 * the lock), so clips left for it are never forgotten */
+	if (p->n_waiting && (p->n_waiting == p->n_workers ||
+			     p->submitted - p->next >= WAKE_QUEUED))
 		pthread_cond_signal(&p->can_take);
 	pthread_mutex_unlock(&p->lock);
 	return 0;
@@ -158,6 +168,10 @@ struct job *pool_wait(struct pool *p, uint64_t i)
 	double t0 = prog_now();
 
 	pthread_mutex_lock(&p->lock);
+	/* not taken yet, and the decoders awake may be busy with long clips:
+	 * one that sleeps takes it */
+	if (!s->done && i >= p->next && p->n_waiting)
+		pthread_cond_signal(&p->can_take);
 	while (!s->done)
 		pthread_cond_wait(&p->finished, &p->lock);
 	pthread_mutex_unlock(&p->lock);
