@@ -168,10 +168,13 @@ struct job *pool_wait(struct pool *p, uint64_t i)
 	double t0 = prog_now();
 
 	pthread_mutex_lock(&p->lock);
-	/* not taken yet, and the decoders awake may be busy with long clips:
-	 * one that sleeps takes it */
-	if (!s->done && i >= p->next && p->n_waiting)
-		pthread_cond_signal(&p->can_take);
+	/* about to wait while clips are untaken, and the decoders awake may
+	 * be busy with long ones: a sleeping decoder for each (this thread
+	 * blocks anyway, so the calls cost it nothing) */
+	if (!s->done)
+		for (uint64_t q = p->submitted - p->next, k = 0;
+		     k < q && k < p->n_waiting; k++)
+			pthread_cond_signal(&p->can_take);
 	while (!s->done)
 		pthread_cond_wait(&p->finished, &p->lock);
 	pthread_mutex_unlock(&p->lock);
