@@ -67,11 +67,27 @@ for m in gzip:6 zstd:5; do
 	'
 done
 
-test_expect_success '-v names the threads (at most 16)' '
+# chunks_done ERR: the chunks the threads compressed, from h5pack -v.
+chunks_done() {
+	sed -n "s/.*compression threads ([0-9]*): [0-9.]* s, \([0-9]*\) chunks.*/\1/p" "$1"
+}
+
+test_expect_success '-v: the threads (at most 16) compressed the whole chunks' '
 	h5pack -v -j 3 -c zstd --chunk-size 4K -o v.h5 f16.rec 2>err &&
 	test_grep "compression threads (3): " err &&
-	h5pack -v -j 40 -c zstd --chunk-size 4K -o v.h5 f16.rec 2>err &&
+	# every whole chunk of every group but none of the partial last ones
+	$PYTHON -c "
+import h5py
+f = h5py.File(\"f16-none.h5\")
+print(sum(f[g][\"features\"].shape[0] // 17 for g in
+          (\"training\", \"validation\", \"testing\")))" >want &&
+	chunks_done err >got &&
+	test_cmp want got &&
+	test $(cat got) -gt 100 &&
+	h5pack -v -j 40 -c gzip --chunk-size 4K -o v.h5 f16.rec 2>err &&
 	test_grep "compression threads (16): " err &&
+	chunks_done err >got &&
+	test_cmp want got &&
 	h5pack -v -j 3 -o v.h5 f16.rec 2>err &&
 	! grep "compression threads" err
 '

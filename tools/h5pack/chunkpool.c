@@ -97,7 +97,8 @@ static void compress_slot(struct chunkpool *p, struct worker *w,
 
 		if (e != Z_OK) {
 			j->err = e == Z_MEM_ERROR ? "zlib: out of memory" :
-				 "zlib: compress2 failed";
+				 e == Z_BUF_ERROR ? "zlib: output buffer too small" :
+				 "zlib: compress2 failed (bad level)";
 			return;
 		}
 		j->out_len = (size_t)n;
@@ -182,8 +183,11 @@ struct chunkpool *chunkpool_start(int method, unsigned level, size_t esize,
 		if (!(w->shuf = malloc(chunk_bytes)) ||
 		    (method == H5OUT_ZSTD && !(w->zc = ZSTD_createCCtx())))
 			goto fail;
-		if ((e = pthread_create(&w->thread, NULL, worker_main, w)))
+		if ((e = pthread_create(&w->thread, NULL, worker_main, w))) {
+			if (i > 0)
+				break; /* a thread limit: go on with fewer */
 			goto fail;
+		}
 		p->n_workers = i + 1;
 		e = ENOMEM;
 	}
@@ -270,6 +274,11 @@ void chunkpool_stop(struct chunkpool *p)
 	pthread_cond_destroy(&p->done);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
+}
+
+size_t chunkpool_threads(const struct chunkpool *p)
+{
+	return p->n_workers;
 }
 
 double chunkpool_work_time(const struct chunkpool *p)

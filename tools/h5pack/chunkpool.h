@@ -37,7 +37,7 @@ struct chunkpool;
 /* Starts threads workers for chunks of chunk_bytes bytes of elements of
  * esize bytes, compressed with method (H5OUT_GZIP or H5OUT_ZSTD, h5out.h)
  * at level, at most depth (>= threads) in flight. Returns NULL with errno
- * set when memory or a thread cannot be had. */
+ * set when memory or not even one thread can be had. */
 struct chunkpool *chunkpool_start(int method, unsigned level, size_t esize,
 				  size_t chunk_bytes, size_t threads,
 				  size_t depth);
@@ -53,7 +53,12 @@ void chunkpool_submit(struct chunkpool *p, unsigned char **buf, size_t len,
 /* The oldest job, once compressed (waits for it); NULL when none is
  * pending. Valid until chunkpool_release(). */
 const struct chunk_job *chunkpool_oldest(struct chunkpool *p);
+/* Frees the oldest job's slot, which chunkpool_oldest() returned, for
+ * the next chunkpool_submit(). */
 void chunkpool_release(struct chunkpool *p);
+/* The worker threads running: fewer than asked when the system refused
+ * some (at least one, or chunkpool_start() failed). */
+size_t chunkpool_threads(const struct chunkpool *p);
 /* Stops the workers (dropping what is pending) and frees the pool and
  * the buffers it holds; accepts NULL. The buffers are malloc()ed: what
  * the caller got from chunkpool_submit() is the caller's to free. */

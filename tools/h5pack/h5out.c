@@ -115,6 +115,7 @@ struct h5out {
 
 	struct chunkpool *pool; /* compression threads, or NULL */
 	size_t jobs;            /* its threads */
+	uint64_t n_direct;      /* chunks it compressed, written */
 	double t_write;
 	double t_compress;
 };
@@ -395,7 +396,7 @@ static int start_pool(h5out *h)
 			 "%s", jobs, h->name, strerror(errno));
 		return -1;
 	}
-	h->jobs = jobs;
+	h->jobs = chunkpool_threads(h->pool);
 	return 0;
 }
 
@@ -478,6 +479,7 @@ static int write_oldest(h5out *h)
 			   j->out_len, j->out) < 0)
 		return h5_fail(h, "write rows");
 	chunkpool_release(h->pool);
+	h->n_direct++;
 	return 0;
 }
 
@@ -1249,8 +1251,10 @@ double h5out_write_time(const h5out *h)
 	return h->t_write;
 }
 
-double h5out_compress_time(const h5out *h, size_t *threads)
+double h5out_compress_time(const h5out *h, size_t *threads,
+			   uint64_t *chunks)
 {
 	*threads = h->jobs;
+	*chunks = h->n_direct;
 	return h->t_compress;
 }

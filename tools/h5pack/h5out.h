@@ -60,8 +60,9 @@ void h5out_counts(const h5out *h, struct h5out_counts *c);
 /* Seconds spent inside the HDF5 library (writing, compressing), and
  * waiting for the compression threads. */
 double h5out_write_time(const h5out *h);
-/* Seconds the compression threads worked, summed over them, and how
- * many there were (0 when nothing was compressed by them). */
-double h5out_compress_time(const h5out *h, size_t *threads);
+/* Seconds the compression threads worked, summed over them, how many
+ * there were (0 when there were none) and the chunks they compressed. */
+double h5out_compress_time(const h5out *h, size_t *threads,
+			   uint64_t *chunks);
 
 #endif

@@ -92,7 +92,8 @@ static void usage(FILE *f)
 "      --chunk-size=SIZE bytes of features per chunk, 4K to 16M (default\n"
 "                        1M); the unit of compression and of reads\n"
 "  -j, --jobs=N          threads compressing chunks (default: online CPUs,\n"
-"                        at most %d; here %zu); the file is the same for\n"
+"                        at most %d; here %zu; 16 at most are used, fewer\n"
+"                        for chunks over 2M); the file is the same for\n"
 "                        any N\n"
 "  -n, --no-clobber      fail instead of replacing an existing OUT.h5\n"
 "  -o, --output=OUT.h5   the dataset file to write (required)\n"
@@ -408,16 +409,18 @@ static void report(const rec_reader *r, const h5out *h, double total,
 	double t_h5 = h5out_write_time(h);
 	double t_in = rec_reader_wait(r);
 	size_t jobs;
-	double t_z = h5out_compress_time(h, &jobs);
+	uint64_t chunks;
+	double t_z = h5out_compress_time(h, &jobs, &chunks);
 	double work = total - t_in - t_h5;
-	char threads[96] = "";
+	char threads[128] = "";
 	struct stat sb;
 
 	if (prog_verbosity < 1)
 		return;
 	if (jobs)
 		snprintf(threads, sizeof(threads), " (compression threads "
-			 "(%zu): %.2f s)", jobs, t_z);
+			 "(%zu): %.2f s, %" PRIu64 " chunks)", jobs, t_z,
+			 chunks);
 	prog_info("read %" PRIu64 " records (%" PRIu64 " bytes), wrote %lld "
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
 		  "%.2f s%s", rec_reader_count(r), rec_reader_offset(r),
