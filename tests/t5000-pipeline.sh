@@ -107,4 +107,36 @@ test_expect_success VALGRIND 'every stage is clean under valgrind' '
 	test -f vg.h5
 '
 
+# threads_of PROG ERR: the thread count PROG's -v line in ERR reports.
+threads_of() {
+	case $1 in
+	wavcat) sed -n "s/^wavcat: threads (\([0-9]*\)).*/\1/p" "$2" ;;
+	gpumel) sed -n "s/^gpumel: backend cpu: fftw3f, \([0-9]*\) thread.*/\1/p" "$2" ;;
+	h5pack) sed -n "s/.*compression threads (\([0-9]*\)).*/\1/p" "$2" ;;
+	esac
+}
+
+test_expect_success TASKSET 'each stage defaults to the CPUs it may run on' '
+	n=$(nproc) &&
+	for cpus in "" 0; do
+		run=${cpus:+taskset -c $cpus} &&
+		$run wavcat -v --rate 4096 --duration 2 DATA/ 2>w.err |
+		$run gpumel -v --device cpu --n-fft 512 --hop 512 --n-mels 32 \
+			--no-center 2>g.err |
+		$run h5pack -v -c zstd -o aff.h5 2>h.err &&
+		all=${cpus:+1} &&
+		all=${all:-$n} &&
+		for p in wavcat gpumel h5pack; do
+			err=$(echo $p | cut -c1).err &&
+			# wavcat: no more than its 18 clips; h5pack: 8 at most
+			case $p in
+			wavcat) cap=18 ;; h5pack) cap=8 ;; *) cap=$all ;;
+			esac &&
+			echo $((all < cap ? all : cap)) >want &&
+			threads_of $p $err >got &&
+			test_cmp want got || exit 1
+		done
+	done
+'
+
 test_done

@@ -75,7 +75,7 @@ need_cuda_so() {
 }
 
 # test_have_prereq NAME: GPU (a usable CUDA GPU), NOSAN (not a sanitizer
-# build), VALGRIND.
+# build), VALGRIND, TASKSET (taskset, and two CPUs or more to run on).
 test_have_prereq() {
 	case "$1" in
 	GPU) command -v nvidia-smi >/dev/null 2>&1 &&
@@ -83,6 +83,8 @@ test_have_prereq() {
 	NOSAN) [ "${MELPIPE_SAN:-0}" != 1 ] ;;
 	VALGRIND) command -v valgrind >/dev/null 2>&1 &&
 		[ "${MELPIPE_SAN:-0}" != 1 ] ;;
+	TASKSET) command -v taskset >/dev/null 2>&1 &&
+		[ "$(nproc)" -ge 2 ] ;;
 	*) return 1 ;;
 	esac
 }

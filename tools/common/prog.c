@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,6 +135,17 @@ double prog_arg_double(const char *opt, const char *arg, double min,
 				 "%g..%g)", arg, opt, opt_strerror(err), min,
 				 max);
 	return v;
+}
+
+size_t prog_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (size_t)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (size_t)n : 1;
 }
 
 double prog_now(void)

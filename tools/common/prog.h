@@ -6,6 +6,7 @@
 #ifndef MELPIPE_PROG_H
 #define MELPIPE_PROG_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
 
@@ -57,6 +58,11 @@ double prog_arg_double(const char *opt, const char *arg, double min,
 
 /* Seconds on a monotonic clock, for -v timing reports. */
 double prog_now(void);
+
+/* The CPUs this process may run on (its affinity mask: taskset, a
+ * container's cpuset), at least 1; the online CPUs where the mask cannot
+ * be read. What -j defaults to. */
+size_t prog_cpus(void);
 
 /* The rec_writer_opts.zero_copy a stage asks for: 1 (vmsplice into a pipe
  * read by this suite's programs), or 0 when the environment variable

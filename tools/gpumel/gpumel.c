@@ -125,7 +125,7 @@ static void usage(FILE *f)
 "      --device=DEV       auto, cpu, cuda or cuda:N; default auto: the GPU\n"
 "                         when gpumel-cuda.so and a GPU are usable, else the\n"
 "                         CPU, with a one-line notice\n"
-"  -j, --jobs=N           CPU backend threads; default the online CPUs\n"
+"  -j, --jobs=N           CPU backend threads; default the CPUs it may use\n"
 "      --batch=N          records per batch; default chosen from the data\n"
 "                         (about 8 MiB of samples)\n"
 "  -q, --quiet            no warnings, no notice, no summary line\n"
@@ -377,9 +377,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 	if (optind < argc && strcmp(argv[optind], "-"))
 		o->input = argv[optind];
 	if (!o->jobs) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		size_t n = prog_cpus();
 
-		o->jobs = n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
+		o->jobs = n > 1024 ? 1024 : (int)n;
 	}
 }
 

@@ -56,11 +56,9 @@ struct progress {
  * more chunks in memory (two per thread). */
 static size_t default_jobs(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = prog_cpus();
 
-	if (n < 1)
-		return 1;
-	return n > MAX_DEFAULT_JOBS ? MAX_DEFAULT_JOBS : (size_t)n;
+	return n > MAX_DEFAULT_JOBS ? MAX_DEFAULT_JOBS : n;
 }
 
 static void usage(FILE *f)
@@ -94,10 +92,10 @@ static void usage(FILE *f)
 "                        when installed)\n"
 "      --chunk-size=SIZE bytes of features per chunk, 4K to 16M (default\n"
 "                        1M); the unit of compression and of reads\n"
-"  -j, --jobs=N          threads compressing chunks (default: online CPUs,\n"
-"                        at most %d; here %zu; 16 at most are used, fewer\n"
-"                        for chunks over 2M); the file is the same for\n"
-"                        any N\n"
+"  -j, --jobs=N          threads compressing chunks (default: the CPUs it\n"
+"                        may use, at most %d; here %zu; 16 at most are\n"
+"                        used, fewer for chunks over 2M); the file is the\n"
+"                        same for any N\n"
 "  -n, --no-clobber      fail instead of replacing an existing OUT.h5\n"
 "  -o, --output=OUT.h5   the dataset file to write (required)\n"
 "  -q, --quiet           no warnings, no progress, no summary line\n"

@@ -97,13 +97,6 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-static size_t online_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n > 0 ? (size_t)n : 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -195,8 +188,8 @@ static void usage(FILE *f)
 "                      does not grow with the number of inputs, and the\n"
 "                      output is the same for any SIZE (-v says when the\n"
 "                      file was used)\n"
-"  -j, --jobs=N        decoder threads (default: online CPUs, here %zu);\n"
-"                      the output is the same for every N\n"
+"  -j, --jobs=N        decoder threads (default: the CPUs it may use, here\n"
+"                      %zu); the output is the same for every N\n"
 "  -o, --output=FILE   write to FILE instead of standard output (removed\n"
 "                      if the run fails)\n"
 "  -q, --quiet         no warnings, no summary; errors only\n"
@@ -213,7 +206,7 @@ static void usage(FILE *f)
 "  wavcat --rate 4096 --duration 10 DATA/ | segment --len 512 --hop 512 |\n"
 "      gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
 "  find DATA -name '*.flac' -print0 | wavcat -0 --rate 16000 - | recdump\n",
-		online_cpus());
+		prog_cpus());
 }
 
 /* Handles one option; returns 0, or -1 for an unknown one. */
@@ -340,7 +333,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if ((o->split.val_list || o->split.test_list) && !o->split_given)
 		o->split.mode = SPLIT_LISTS;
 	if (o->jobs == 0)
-		o->jobs = online_cpus();
+		o->jobs = prog_cpus();
 	check_opts(o, argc, argv);
 }
 
