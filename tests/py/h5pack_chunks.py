@@ -97,15 +97,27 @@ def cmd_same(paths):
     print(f"same: {len(names)} datasets in {len(paths)} files")
 
 
+_ZSTD = []
+
+
+def libzstd():
+    """libzstd through ctypes, loaded once."""
+    if not _ZSTD:
+        lib = ctypes.CDLL(ctypes.util.find_library("zstd") or
+                          "libzstd.so.1")
+        lib.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+        lib.ZSTD_getFrameContentSize.argtypes = [ctypes.c_char_p,
+                                                 ctypes.c_size_t]
+        lib.ZSTD_decompress.restype = ctypes.c_size_t
+        lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                        ctypes.c_char_p, ctypes.c_size_t]
+        lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+        _ZSTD.append(lib)
+    return _ZSTD[0]
+
+
 def zstd_decompress(data):
-    lib = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
-    lib.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
-    lib.ZSTD_getFrameContentSize.argtypes = [ctypes.c_char_p,
-                                             ctypes.c_size_t]
-    lib.ZSTD_decompress.restype = ctypes.c_size_t
-    lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                    ctypes.c_char_p, ctypes.c_size_t]
-    lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    lib = libzstd()
     n = lib.ZSTD_getFrameContentSize(data, len(data))
     if n >= (1 << 63):
         fail("a zstd chunk without its content size")

@@ -21,12 +21,10 @@
 #include "../common/prog.h"
 #include "h5out.h"
 
-enum { SLOT_FREE, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
-
 struct slot {
 	unsigned char *in, *out;
 	size_t in_len;
-	int state;
+	int done;            /* compressed (under mu); cleared at submit */
 	struct chunk_job job;
 };
 
@@ -130,13 +128,12 @@ static void *worker_main(void *arg)
 		if (p->stop)
 			break;
 		s = &p->slots[p->taken++ % p->depth];
-		s->state = SLOT_BUSY;
 		pthread_mutex_unlock(&p->mu);
 		t0 = prog_now();
 		compress_slot(p, w, s);
 		w->t_work += prog_now() - t0;
 		pthread_mutex_lock(&p->mu);
-		s->state = SLOT_DONE;
+		s->done = 1;
 		pthread_cond_broadcast(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -221,7 +218,7 @@ void chunkpool_submit(struct chunkpool *p, unsigned char **buf, size_t len,
 	s->in_len = len;
 	s->job = (struct chunk_job){ .tag = tag, .at = at };
 	pthread_mutex_lock(&p->mu);
-	s->state = SLOT_QUEUED;
+	s->done = 0;
 	p->submitted++;
 	pthread_cond_signal(&p->work);
 	pthread_mutex_unlock(&p->mu);
@@ -234,7 +231,7 @@ const struct chunk_job *chunkpool_oldest(struct chunkpool *p)
 	if (p->released == p->submitted)
 		return NULL;
 	pthread_mutex_lock(&p->mu);
-	while (s->state != SLOT_DONE)
+	while (!s->done)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 	return &s->job;
@@ -242,12 +239,9 @@ const struct chunk_job *chunkpool_oldest(struct chunkpool *p)
 
 void chunkpool_release(struct chunkpool *p)
 {
-	struct slot *s = &p->slots[p->released % p->depth];
-
-	pthread_mutex_lock(&p->mu);
-	s->state = SLOT_FREE;
+	/* only the caller reads released; the slot is the workers' again
+	 * once chunkpool_submit() moves submitted, under mu */
 	p->released++;
-	pthread_mutex_unlock(&p->mu);
 }
 
 void chunkpool_stop(struct chunkpool *p)
