@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench-gen - make the seeds' data shape for scripts/bench, fast.
+"""bench-gen - make a benchmark dataset for scripts/bench, fast; the
+defaults make the 10-second job's (docs/BENCHMARKS.md).
 
 Usage: bench-gen.py [--clips N] [--seconds S] [--rate HZ] [--labels L]
                     [--jobs J] [--seed X] [--force] DIR
@@ -128,7 +129,8 @@ def complete(root, params):
 
 def main():
     ap = argparse.ArgumentParser(
-        description="Make the seeds' data shape (Speech Commands layout).")
+        description="Make a benchmark dataset (Speech Commands layout); "
+        "the defaults make the 10-second job's.")
     ap.add_argument("dir")
     ap.add_argument("--clips", type=int, default=39563)
     ap.add_argument("--seconds", type=int, default=10)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-libs.sh - gather the shared libraries melpipe's programs need, so
-# that bin/ built here runs on a machine without them (the GPU machine has
-# no libsndfile, libsoxr, FFTW, HDF5 ...).
+# that bin/ built here runs on a machine without them (a GPU machine set
+# up for Python may have no libsndfile, libsoxr, FFTW, HDF5 ...).
 #
 # Usage: scripts/bench-libs.sh [BINDIR [OUTDIR]]
 #        (defaults: bin and build/benchlibs)

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """bench-run - the body of scripts/bench (run that, not this).
 
-Makes the seeds' data shape, then measures side by side, in rounds, the
-parallel read floor, the melpipe pipeline end to end, each stage alone on
-a recorded stream, gpumel's kernels alone (bin/gpumel-cuda-bench), and the
-Python anchor a user would write instead; prints a table and writes it as
-markdown. docs/BENCHMARKS.md says what every row means.
+Makes the data of the 10-second job, then measures side by side, in
+rounds, the parallel read floor, the melpipe pipeline end to end, each
+stage alone on a recorded stream, gpumel's kernels alone
+(bin/gpumel-cuda-bench), and the Python anchor a user would write
+instead; prints a table and writes it as markdown. docs/BENCHMARKS.md
+says what every row means.
 """
 import argparse
 import json
@@ -22,16 +23,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The seeds' job (../shared/MEASUREMENTS.md): 10 s clips at 4096 Hz, 512
+# The 10-second job (docs/BENCHMARKS.md): 10 s clips at 4096 Hz, 512
 # sample windows with hop 512, n_fft 512, hop 512, 32 mels, dB, f16.
 RATE, SECONDS = 4096, 10
 SEG_LEN, SEG_HOP = 512, 512
 N_FFT, HOP, N_MELS = 512, 512, 32
 SEGS_PER_CLIP = (RATE * SECONDS - SEG_LEN) // SEG_HOP + 1
-MEL_FRAMES = 316480            # torchaudio-alone batch (issue 3)
+MEL_FRAMES = 316480            # kernels-alone batch: 3,956 clips' windows
 SPLITS = ("training", "validation", "testing")
 
-# Targets (issues 3 and 4), as (key, text, goal, higher_is_better).
+# Targets (docs/BENCHMARKS.md), as (key, text, goal, higher_is_better).
 TARGETS_GPU = [
     ("speedup_anchor", "pipeline vs torchaudio anchor (x faster)", 8.0, 1),
     ("pipe_over_floor", "pipeline / parallel read floor", 3.0, 0),
@@ -199,7 +200,7 @@ class Tools:
     def gpumel(self):
         # The torchaudio preset makes the pipeline compute exactly what
         # the anchors compute (HTK mel scale, no filter norm); the options
-        # after it are the seeds' job.
+        # after it are the 10-second job's.
         preset = " --preset torchaudio" if self.preset else ""
         return f"{q(self.prog('gpumel'))}{self.v('gpumel')}{preset} " \
             f"--n-fft {N_FFT} --hop {HOP} --n-mels {N_MELS} --no-center " \
@@ -320,7 +321,8 @@ def gen_data(a, root, clips):
 
 def check_h5(path, data, what):
     """Checks that an HDF5 dataset holds every window of every clip in the
-    right split, in the seeds' shape; returns a one-line summary."""
+    right split, in the 10-second job's shape; returns a one-line
+    summary."""
     try:
         import h5py
         import numpy as np
@@ -446,8 +448,8 @@ def pipeline_rss(t, runner, data, out, rss_dir, tag):
 
 def run_cuda_bench(t, runner, fft_path):
     """bin/gpumel-cuda-bench --bench on the torchaudio-alone batch size:
-    its output, its RESULT lines, and the kernels' time for the seeds' job
-    (s16 in, no top_db) on the FFT path gpumel itself chose (fft_path)."""
+    its output, its RESULT lines, and the kernels' time for the 10-second
+    job (s16 in, no top_db) on the FFT path gpumel itself chose (fft_path)."""
     h = sh_out([t.cuda_bench, "--help"], t.env) or ""
     so = os.path.join(t.bin, "gpumel-cuda.so")
     argv = [t.cuda_bench]
@@ -1014,16 +1016,17 @@ def parse_args(argv):
         prog="scripts/bench",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Benchmark melpipe against the read floor and the "
-        "Python anchor,\non the seeds' data shape. Run from anywhere; "
-        "prints a table and writes it\nas markdown to DIR/bench.md (and "
-        "$OUT/bench.md when OUT is set).",
+        "Python anchor,\non the 10-second job (docs/BENCHMARKS.md). Run "
+        "from anywhere; prints\na table and writes it as markdown to "
+        "DIR/bench.md (and $OUT/bench.md\nwhen OUT is set).",
         epilog="Rows: the read floor (parallel and one cat), the pipeline "
         "end to end,\neach stage alone on a recorded stream, gpumel's "
         "kernels alone (GPU),\ntorchaudio's MelSpectrogram alone (GPU), "
         "and the anchor. See\ndocs/BENCHMARKS.md. Exit status: 0 done, 1 a "
         "stage failed (or a target\nwas missed with --strict), 2 usage.")
     ap.add_argument("--clips", type=int, default=39563,
-                    help="clips in the dataset (default 39563, the seeds')")
+                    help="clips in the dataset (default 39563, the 10-second "
+                    "job's)")
     ap.add_argument("--runs", type=int, default=3,
                     help="rounds; each row runs once per round "
                     "(default 3)")
