@@ -19,7 +19,7 @@
  * leaves as one windows record (formats/record.md, format version 2)
  * holding its samples once and the windows' length, hop and count, so the
  * stream is no bigger than the input and has one record per clip where
- * copying would have one per window (80 for the seeds' 10 s clips). The
+ * copying would have one per window (80 a clip in the 10-second job). The
  * stage that computes features frames the windows itself. --copy writes
  * one audio record per window instead, for readers that want them so.
  *
