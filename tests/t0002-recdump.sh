@@ -158,6 +158,13 @@ test_expect_success '-v reports records, bytes and time on stderr' '
 	test_grep "^recdump: 10 records, $(wc -c <g.rec | tr -d " ") bytes in" err
 '
 
+test_expect_success 'the later of -q and -v wins; -q still only verifies' '
+	rec-gen -n 10 >g.rec &&
+	test_q_v_later_wins "^recdump: 10 records" recdump g.rec &&
+	test ! -s qv.out &&
+	test ! -s vq.out
+'
+
 test_expect_success 'clips missing from a stream are warned about' '
 	rec-gen -n 5 -t mixed >g.rec &&
 	recdump g.rec >out 2>err &&

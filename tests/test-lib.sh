@@ -111,6 +111,18 @@ test_usage_error() {
 	test_grep "^Try '$1 --help' for more information" usage.err >/dev/null
 }
 
+# test_q_v_later_wins PATTERN PROG ARGS...: of -q and -v the later
+# wins: "PROG -q -v ARGS" says PATTERN on stderr, "PROG -v -q ARGS" says
+# nothing there. Their outputs stay in qv.out, qv.err, vq.out, vq.err.
+test_q_v_later_wins() {
+	pattern=$1 prog=$2
+	shift 2
+	"$prog" -q -v "$@" >qv.out 2>qv.err &&
+	test_grep "$pattern" qv.err >/dev/null &&
+	"$prog" -v -q "$@" >vq.out 2>vq.err &&
+	test_cmp /dev/null vq.err
+}
+
 # test_must_fail cmd...: cmd fails in a controlled way (exit 1..125, not a
 # signal, not a sanitizer's crash).
 test_must_fail() {
