@@ -50,6 +50,11 @@ test_expect_success 'bad options and values are usage errors (exit 2)' '
 	test_usage_error segment --len <a.rec
 '
 
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "^segment: read [0-9]* records" segment --len 100 \
+		a.rec
+'
+
 test_expect_success 'refuses to write records to a terminal (exit 2)' '
 	test_expect_code 2 $PTY --stdout-pty --stdin a.rec -- \
 		segment --len 100 >tty.out 2>tty.err &&
