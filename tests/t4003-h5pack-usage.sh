@@ -54,6 +54,20 @@ test_expect_success 'bad options and values are usage errors (exit 2)' '
 	test ! -e x.h5
 '
 
+test_expect_success '--jobs takes 1 to 1024 and uses 16 threads at most' '
+	h5pack -v -j 1024 -c zstd --chunk-size 4K -o j.h5 f.rec 2>err &&
+	test -s j.h5 &&
+	test_grep "compression threads (16): " err &&
+	test_usage_error h5pack -j 1025 -o j2.h5 f.rec &&
+	test_grep "1025.*for --jobs" usage.err &&
+	test ! -e j2.h5
+'
+
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "^h5pack: read [0-9]* records" h5pack -o qv.h5 \
+		f.rec
+'
+
 test_expect_success 'refuses to read records from a terminal (exit 2)' '
 	test_expect_code 2 $PTY --stdout-pty -- sh -c "h5pack -o t.h5 <&1" \
 		>tty.out 2>tty.err &&
