@@ -154,6 +154,10 @@ test_expect_success '-v reports records, bytes and times' '
 	test "$bytes" = "$(wc -c <out.rec)"
 '
 
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "3 records, [0-9]* bytes" wavcat D
+'
+
 test_expect_success 'a reader that goes away: exit 1 with a message, no hang' '
 	mkdir -p BIG/x &&
 	for i in 0 1 2 3 4 5 6 7 8 9; do
