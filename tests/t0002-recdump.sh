@@ -22,15 +22,14 @@ test_expect_success '--version prints one line' '
 '
 
 test_expect_success 'bad command lines exit 2 with a pointer to --help' '
-	test_expect_code 2 recdump --no-such-option </dev/null 2>err &&
-	test_grep "Try .recdump --help." err &&
-	test_expect_code 2 recdump a.rec b.rec 2>err &&
-	test_grep "one input at most" err &&
-	test_expect_code 2 recdump -n 0 </dev/null 2>err &&
-	test_grep "invalid value .0. for --limit" err &&
-	test_expect_code 2 recdump -n x </dev/null 2>err &&
-	test_expect_code 2 recdump --max-record 5X </dev/null 2>err &&
-	test_grep "for --max-record" err
+	test_usage_error recdump --no-such-option </dev/null &&
+	test_usage_error recdump a.rec b.rec &&
+	test_grep "one input at most" usage.err &&
+	test_usage_error recdump -n 0 </dev/null &&
+	test_grep "invalid value .0. for --limit" usage.err &&
+	test_usage_error recdump -n x </dev/null &&
+	test_usage_error recdump --max-record 5X </dev/null &&
+	test_grep "for --max-record" usage.err
 '
 
 test_expect_success 'a missing file is named with the reason' '
@@ -157,6 +156,13 @@ test_expect_success '-v reports records, bytes and time on stderr' '
 	rec-gen -n 10 >g.rec &&
 	recdump -q -v g.rec 2>err &&
 	test_grep "^recdump: 10 records, $(wc -c <g.rec | tr -d " ") bytes in" err
+'
+
+test_expect_success 'the later of -q and -v wins; -q still only verifies' '
+	rec-gen -n 10 >g.rec &&
+	test_q_v_later_wins "^recdump: 10 records" recdump g.rec &&
+	test ! -s qv.out &&
+	test ! -s vq.out
 '
 
 test_expect_success 'clips missing from a stream are warned about' '

@@ -39,60 +39,53 @@ test_expect_success '--version: one line, exit 0' '
 	test_cmp v.out v2.out
 '
 
-# usage_error ARGS...: exit 2, a message and the pointer to --help.
-usage_error() {
-	test_expect_code 2 wavcat "$@" >u.out 2>u.err &&
-	test ! -s u.out &&
-	test_grep "^wavcat: " u.err >/dev/null &&
-	test_grep "wavcat --help" u.err >/dev/null
-}
-
 test_expect_success 'bad options and values are usage errors (exit 2)' '
-	usage_error --no-such-option D &&
-	usage_error -x D &&
-	usage_error --rate 0 D &&
-	usage_error --rate abc D &&
-	usage_error --rate 800000 D &&
-	usage_error --rate 16000x D &&
-	usage_error --duration 0 D &&
-	usage_error --duration -1 D &&
-	usage_error --duration x D &&
-	usage_error --samples 0 D &&
-	usage_error --samples 1.5 D &&
-	usage_error --dtype f16 D &&
-	usage_error --dtype s32 D &&
-	usage_error --split foo D &&
-	usage_error --split hash:60:50 D &&
-	usage_error --split hash:10 D &&
-	usage_error --split hash:10:x D &&
-	usage_error --split hash:-1:10 D &&
-	usage_error --zstd 0 D &&
-	usage_error --zstd 20 D &&
-	usage_error -j 0 D &&
-	usage_error --jobs x D &&
-	usage_error --duration 1 --samples 5 D &&
-	usage_error --labels l.csv --no-labels D &&
-	usage_error --split none --validation-list v.txt D &&
-	usage_error --split hash:10:10 --testing-list t.txt D &&
-	usage_error --rate
+	test_usage_error wavcat --no-such-option D &&
+	test_usage_error wavcat -x D &&
+	test_usage_error wavcat --rate 0 D &&
+	test_usage_error wavcat --rate abc D &&
+	test_usage_error wavcat --rate 800000 D &&
+	test_usage_error wavcat --rate 16000x D &&
+	test_usage_error wavcat --duration 0 D &&
+	test_usage_error wavcat --duration -1 D &&
+	test_usage_error wavcat --duration x D &&
+	test_usage_error wavcat --samples 0 D &&
+	test_usage_error wavcat --samples 1.5 D &&
+	test_usage_error wavcat --dtype f16 D &&
+	test_usage_error wavcat --dtype s32 D &&
+	test_usage_error wavcat --split foo D &&
+	test_usage_error wavcat --split hash:60:50 D &&
+	test_usage_error wavcat --split hash:10 D &&
+	test_usage_error wavcat --split hash:10:x D &&
+	test_usage_error wavcat --split hash:-1:10 D &&
+	test_usage_error wavcat --zstd 0 D &&
+	test_usage_error wavcat --zstd 20 D &&
+	test_usage_error wavcat -j 0 D &&
+	test_usage_error wavcat --jobs x D &&
+	test_usage_error wavcat --duration 1 --samples 5 D &&
+	test_usage_error wavcat --labels l.csv --no-labels D &&
+	test_usage_error wavcat --split none --validation-list v.txt D &&
+	test_usage_error wavcat --split hash:10:10 --testing-list t.txt D &&
+	test_usage_error wavcat --rate
 '
 
 test_expect_success 'no inputs, "-" twice, "@" alone are usage errors' '
-	usage_error &&
-	usage_error --rate 16000 &&
-	usage_error - - </dev/null &&
-	usage_error @
+	test_usage_error wavcat &&
+	test_usage_error wavcat --rate 16000 &&
+	test_usage_error wavcat - - </dev/null &&
+	test_usage_error wavcat @
 '
 
 test_expect_success 'the messages name the option and the value' '
-	test_expect_code 2 wavcat --rate 12x D 2>e &&
-	test_grep "12x.*for --rate" e &&
-	test_expect_code 2 wavcat --split hash:70:40 D 2>e &&
-	test_grep "hash:70:40" e &&
-	test_expect_code 2 wavcat --sort-buffer 1K D 2>e &&
-	test_grep "1K.*for --sort-buffer: out of range (expected 4096\.\." e &&
-	test_expect_code 2 wavcat --sort-buffer 12Q D 2>e &&
-	test_grep "12Q.*for --sort-buffer: not a number" e
+	test_usage_error wavcat --rate 12x D &&
+	test_grep "12x.*for --rate" usage.err &&
+	test_usage_error wavcat --split hash:70:40 D &&
+	test_grep "hash:70:40" usage.err &&
+	test_usage_error wavcat --sort-buffer 1K D &&
+	test_grep "1K.*for --sort-buffer: out of range (expected 4096\.\." \
+		usage.err &&
+	test_usage_error wavcat --sort-buffer 12Q D &&
+	test_grep "12Q.*for --sort-buffer: not a number" usage.err
 '
 
 test_expect_success 'a missing input argument fails (exit 1) naming it' '
@@ -159,6 +152,10 @@ test_expect_success '-v reports records, bytes and times' '
 	test_grep "samples clipped" err &&
 	bytes=$(sed -n "s/.*3 records, \([0-9]*\) bytes.*/\1/p" err) &&
 	test "$bytes" = "$(wc -c <out.rec)"
+'
+
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "3 records, [0-9]* bytes" wavcat D
 '
 
 test_expect_success 'a reader that goes away: exit 1 with a message, no hang' '

@@ -13,9 +13,9 @@ test_expect_success 'set up audio streams' '
 	$MK --kind audio --clips 6 --len 1024 --seed 4 >exact.rec
 '
 
-# cut LEN HOP LAST [IN]: segment's output must equal the reference's,
+# seg_cut LEN HOP LAST [IN]: segment's output must equal the reference's,
 # with the windows described (the default) and copied (--copy).
-cut() {
+seg_cut() {
 	segment -q --len $1 --hop $2 --last $3 ${4:-a.rec} >s.rec &&
 	$CHECK ${4:-a.rec} s.rec --stage $1,$2,$3 &&
 	segment -q --copy --len $1 --hop $2 --last $3 ${4:-a.rec} >c.rec &&
@@ -23,25 +23,25 @@ cut() {
 }
 
 test_expect_success 'hop = len, pad and drop' '
-	cut 512 512 pad &&
-	cut 512 512 drop
+	seg_cut 512 512 pad &&
+	seg_cut 512 512 drop
 '
 
 test_expect_success 'overlapping windows (hop < len), pad and drop' '
-	cut 1000 400 pad &&
-	cut 1000 400 drop &&
-	cut 700 1 drop
+	seg_cut 1000 400 pad &&
+	seg_cut 1000 400 drop &&
+	seg_cut 700 1 drop
 '
 
 test_expect_success 'gaps between windows (hop > len), pad and drop' '
-	cut 300 1000 pad &&
-	cut 300 1000 drop
+	seg_cut 300 1000 pad &&
+	seg_cut 300 1000 drop
 '
 
 test_expect_success 'windows of one sample; a window longer than any clip' '
-	cut 1 1 pad &&
-	cut 5000 5000 pad &&
-	cut 5000 5000 drop
+	seg_cut 1 1 pad &&
+	seg_cut 5000 5000 pad &&
+	seg_cut 5000 5000 drop
 '
 
 test_expect_success 'lengths at the edges: one sample more or less' '
@@ -51,7 +51,7 @@ test_expect_success 'lengths at the edges: one sample more or less' '
 	for args in "256 256 pad" "256 256 drop" "256 100 pad" "256 100 drop" \
 		"100 256 pad" "100 256 drop" "257 1 pad"; do
 		set -- $args &&
-		cut $1 $2 $3 edge.rec || exit 1
+		seg_cut $1 $2 $3 edge.rec || exit 1
 	done
 '
 
@@ -73,8 +73,8 @@ test_expect_success 'every dtype, two interleaved channels' '
 		$MK --kind audio --dtype $dt --channels 2 --clips 12 \
 			--len 0:2000 --skip 4 --seed 5 >c.rec &&
 		mv c.rec in.rec &&
-		cut 300 250 pad in.rec &&
-		cut 300 250 drop in.rec || exit 1
+		seg_cut 300 250 pad in.rec &&
+		seg_cut 300 250 drop in.rec || exit 1
 	done
 '
 

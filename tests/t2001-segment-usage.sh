@@ -32,29 +32,27 @@ test_expect_success '--version: one line, exit 0' '
 	test_cmp v.out v2.out
 '
 
-usage_error() {
-	test_expect_code 2 segment "$@" <a.rec >u.out 2>u.err &&
-	test ! -s u.out &&
-	test_grep "^segment: " u.err >/dev/null &&
-	test_grep "segment --help" u.err >/dev/null
-}
-
 test_expect_success 'bad options and values are usage errors (exit 2)' '
-	usage_error &&
-	usage_error --hop 10 &&
-	usage_error --len 0 &&
-	usage_error --len -5 &&
-	usage_error --len 10x &&
-	usage_error --len "" &&
-	usage_error --len 2000000000 &&
-	usage_error --len 10 --hop 0 &&
-	usage_error --len 10 --hop abc &&
-	usage_error --len 10 --last pads &&
-	usage_error --len 10 --last "" &&
-	usage_error --len 10 --no-such-option &&
-	usage_error --len 10 -x &&
-	usage_error --len 10 a.rec a.rec &&
-	usage_error --len
+	test_usage_error segment <a.rec &&
+	test_usage_error segment --hop 10 <a.rec &&
+	test_usage_error segment --len 0 <a.rec &&
+	test_usage_error segment --len -5 <a.rec &&
+	test_usage_error segment --len 10x <a.rec &&
+	test_usage_error segment --len "" <a.rec &&
+	test_usage_error segment --len 2000000000 <a.rec &&
+	test_usage_error segment --len 10 --hop 0 <a.rec &&
+	test_usage_error segment --len 10 --hop abc <a.rec &&
+	test_usage_error segment --len 10 --last pads <a.rec &&
+	test_usage_error segment --len 10 --last "" <a.rec &&
+	test_usage_error segment --len 10 --no-such-option <a.rec &&
+	test_usage_error segment --len 10 -x <a.rec &&
+	test_usage_error segment --len 10 a.rec a.rec <a.rec &&
+	test_usage_error segment --len <a.rec
+'
+
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "^segment: read [0-9]* records" segment --len 100 \
+		a.rec
 '
 
 test_expect_success 'refuses to write records to a terminal (exit 2)' '

@@ -26,10 +26,7 @@ test_expect_success '--version prints one line' '
 # Each bad command line: exit 2, a message naming the option, the hint.
 while read -r args; do
 	test_expect_success "usage error: $args" "
-		test_expect_code 2 gpumel $args in.rec >out 2>err &&
-		test ! -s out &&
-		test_grep \"^gpumel: \" err &&
-		test_grep \"Try 'gpumel --help'\" err
+		test_usage_error gpumel $args in.rec
 	"
 done <<'EOF'
 --no-such-option
@@ -61,9 +58,9 @@ in.rec
 EOF
 
 test_expect_success 'the bad value is named in the message' '
-	test_expect_code 2 gpumel --window blackman in.rec >out 2>err &&
-	test_grep "blackman" err &&
-	test_grep "hann, hamming or rect" err
+	test_usage_error gpumel --window blackman in.rec &&
+	test_grep "blackman" usage.err &&
+	test_grep "hann, hamming or rect" usage.err
 '
 
 test_expect_success 'refuses to write records to a terminal' '

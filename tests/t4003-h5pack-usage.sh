@@ -32,33 +32,40 @@ test_expect_success '--version: one line, exit 0' '
 	test_cmp v.out v2.out
 '
 
-usage_error() {
-	test_expect_code 2 h5pack "$@" <f.rec >u.out 2>u.err &&
-	test ! -s u.out &&
-	test_grep "^h5pack: " u.err >/dev/null &&
-	test_grep "h5pack --help" u.err >/dev/null
-}
-
 test_expect_success 'bad options and values are usage errors (exit 2)' '
-	usage_error &&
-	usage_error -o "" &&
-	usage_error -o x.h5 f.rec f.rec &&
-	usage_error -o x.h5 --compress lz4 &&
-	usage_error -o x.h5 --compress "" &&
-	usage_error -o x.h5 --compress none:1 &&
-	usage_error -o x.h5 --compress gzip:0 &&
-	usage_error -o x.h5 --compress gzip:10 &&
-	usage_error -o x.h5 --compress gzip: &&
-	usage_error -o x.h5 --compress zstd:0 &&
-	usage_error -o x.h5 --compress zstd:23 &&
-	usage_error -o x.h5 --compress zstd:x &&
-	usage_error -o x.h5 --compress zstdd &&
-	usage_error -o x.h5 --chunk-size 10 &&
-	usage_error -o x.h5 --chunk-size 17M &&
-	usage_error -o x.h5 --chunk-size 1Q &&
-	usage_error -o x.h5 --no-such-option &&
-	usage_error -o &&
+	test_usage_error h5pack <f.rec &&
+	test_usage_error h5pack -o "" <f.rec &&
+	test_usage_error h5pack -o x.h5 f.rec f.rec <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress lz4 <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress "" <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress none:1 <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress gzip:0 <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress gzip:10 <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress gzip: <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress zstd:0 <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress zstd:23 <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress zstd:x <f.rec &&
+	test_usage_error h5pack -o x.h5 --compress zstdd <f.rec &&
+	test_usage_error h5pack -o x.h5 --chunk-size 10 <f.rec &&
+	test_usage_error h5pack -o x.h5 --chunk-size 17M <f.rec &&
+	test_usage_error h5pack -o x.h5 --chunk-size 1Q <f.rec &&
+	test_usage_error h5pack -o x.h5 --no-such-option <f.rec &&
+	test_usage_error h5pack -o <f.rec &&
 	test ! -e x.h5
+'
+
+test_expect_success '--jobs takes 1 to 1024 and uses 16 threads at most' '
+	h5pack -v -j 1024 -c zstd --chunk-size 4K -o j.h5 f.rec 2>err &&
+	test -s j.h5 &&
+	test_grep "compression threads (16): " err &&
+	test_usage_error h5pack -j 1025 -o j2.h5 f.rec &&
+	test_grep "1025.*for --jobs" usage.err &&
+	test ! -e j2.h5
+'
+
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "^h5pack: read [0-9]* records" h5pack -o qv.h5 \
+		f.rec
 '
 
 test_expect_success 'refuses to read records from a terminal (exit 2)' '

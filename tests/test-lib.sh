@@ -100,6 +100,29 @@ test_expect_code() {
 	fi
 }
 
+# test_usage_error PROG ARGS...: PROG refuses its command line: exit 2,
+# nothing on stdout, "PROG: why" and "Try 'PROG --help' for more
+# information." on stderr. stdin is the caller's. The stderr stays in usage.err, for a
+# test_grep of the message.
+test_usage_error() {
+	test_expect_code 2 "$@" >usage.out 2>usage.err &&
+	test ! -s usage.out &&
+	test_grep "^$1: " usage.err >/dev/null &&
+	test_grep "^Try '$1 --help' for more information" usage.err >/dev/null
+}
+
+# test_q_v_later_wins PATTERN PROG ARGS...: of -q and -v the later
+# wins: "PROG -q -v ARGS" says PATTERN on stderr, "PROG -v -q ARGS" says
+# nothing there. Their outputs stay in qv.out, qv.err, vq.out, vq.err.
+test_q_v_later_wins() {
+	pattern=$1 prog=$2
+	shift 2
+	"$prog" -q -v "$@" >qv.out 2>qv.err &&
+	test_grep "$pattern" qv.err >/dev/null &&
+	"$prog" -v -q "$@" >vq.out 2>vq.err &&
+	test_cmp /dev/null vq.err
+}
+
 # test_must_fail cmd...: cmd fails in a controlled way (exit 1..125, not a
 # signal, not a sanitizer's crash).
 test_must_fail() {

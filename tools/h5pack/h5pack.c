@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../../lib/rec.h"
+#include "../common/opts.h"
 #include "../common/prog.h"
 #include "h5out.h"
 #include "outfile.h"
@@ -35,13 +36,12 @@
 #define MAX_DEFAULT_JOBS 8
 
 struct options {
-	const char *output;
+	struct prog_common co;  /* -o (required), -j (0: the default) */
 	const char *input;      /* NULL: stdin */
 	int no_clobber;
 	int compress;           /* enum h5out_compress */
 	unsigned level;
 	size_t chunk_bytes;
-	size_t jobs;            /* 0: the default */
 };
 
 struct progress {
@@ -159,6 +159,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 
 	while ((c = getopt_long(argc, argv, "c:hj:no:qVv", longopts, NULL)) !=
 	       -1) {
+		if (prog_common_opt(c, optarg, &o->co, usage))
+			continue;
 		switch (c) {
 		case OPT_CHUNK:
 			o->chunk_bytes = (size_t)prog_arg_size("--chunk-size",
@@ -168,36 +170,16 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'c':
 			parse_compress(optarg, o);
 			break;
-		case 'h':
-			usage(stdout);
-			exit(EXIT_OK);
-		case 'j':
-			o->jobs = (size_t)prog_arg_u64("--jobs", optarg, 1,
-						       256);
-			break;
 		case 'n':
 			o->no_clobber = 1;
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'q':
-			prog_verbosity = -1;
-			break;
-		case 'V':
-			prog_version();
-			exit(EXIT_OK);
-		case 'v':
-			if (prog_verbosity >= 0)
-				prog_verbosity++;
 			break;
 		default:
 			prog_usage_error("unknown or incomplete option");
 		}
 	}
-	if (!o->output)
+	if (!o->co.output)
 		prog_usage_error("-o OUT.h5 is required");
-	if (!o->output[0])
+	if (!o->co.output[0])
 		prog_usage_error("-o needs a file name");
 	if (argc - optind > 1)
 		prog_usage_error("too many arguments: one input at most");
@@ -302,7 +284,7 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 	ho->compress = o->compress;
 	ho->level = o->level;
 	ho->chunk_bytes = o->chunk_bytes;
-	ho->jobs = o->jobs ? o->jobs : default_jobs();
+	ho->jobs = o->co.jobs ? o->co.jobs : default_jobs();
 	return 0;
 }
 
@@ -456,10 +438,10 @@ static int run(const struct options *o, int argc, char **argv)
 	if (stream_settings(rec_reader_header(r), in_name, o, &ho))
 		goto out;
 	hdr = file_header(rec_reader_header(r), argc, argv);
-	if (!hdr || outfile_open(o->output, o->no_clobber))
+	if (!hdr || outfile_open(o->co.output, o->no_clobber))
 		goto out;
 	have_out = 1;
-	if (h5out_create(&h, outfile_path(), o->output, &ho))
+	if (h5out_create(&h, outfile_path(), o->co.output, &ho))
 		goto out;
 	progress_init(&p, ho.clips_expected);
 	err = pack_records(r, h, &p, &st);
@@ -467,8 +449,8 @@ static int run(const struct options *o, int argc, char **argv)
 	if (err || h5out_finish(h, hdr) || outfile_commit())
 		goto out;
 	have_out = 0;
-	report(r, h, prog_now() - t_start, o->output);
-	summary(o->output, h);
+	report(r, h, prog_now() - t_start, o->co.output);
+	summary(o->co.output, h);
 	ret = EXIT_OK;
 out:
 	progress_end(&p);

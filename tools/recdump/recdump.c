@@ -20,6 +20,7 @@
 #include "../../lib/half.h"
 #include "../../lib/opt.h"
 #include "../../lib/rec.h"
+#include "../common/opts.h"
 #include "../common/prog.h"
 
 enum mode { MODE_LIST, MODE_SUMMARY, MODE_QUIET };
@@ -111,10 +112,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->max_data = REC_DEFAULT_MAX_DATA;
 	while ((c = getopt_long(argc, argv, "hn:qsvV", longopts, NULL)) != -1) {
+		/* -q also picks the output mode: verify only; its
+		 * verbosity is the shared one (-v after it still reports) */
+		if (c == 'q')
+			o->mode = MODE_QUIET;
+		if (prog_common_opt(c, optarg, NULL, usage))
+			continue;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(EXIT_OK);
 		case 'n':
 			o->limit = prog_arg_u64("--limit", optarg, 1,
 						UINT64_MAX);
@@ -123,23 +127,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->max_data = prog_arg_size("--max-record", optarg, 1,
 						    UINT32_MAX);
 			break;
-		case 'q':
-			o->mode = MODE_QUIET;
-			prog_verbosity = -1;
-			break;
 		case OPT_STATS:
 			o->stats = 1;
 			break;
 		case 's':
 			o->mode = MODE_SUMMARY;
 			break;
-		case 'v':
-			prog_verbosity = prog_verbosity < 0 ? 1
-					 : prog_verbosity + 1;
-			break;
-		case 'V':
-			prog_version();
-			exit(EXIT_OK);
 		default:
 			prog_usage_error("unknown option");
 		}

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "../../lib/rec.h"
+#include "../common/opts.h"
 #include "../common/prog.h"
 
 #define MAX_WINDOW (1u << 30) /* samples; the payload cap bites first */
@@ -52,7 +53,7 @@ struct options {
 	enum last_mode last;
 	int copy;           /* one audio record per window */
 	const char *input;  /* NULL: stdin */
-	const char *output; /* NULL: stdout */
+	struct prog_common co; /* -o (NULL: stdout); no -j */
 };
 
 struct stats {
@@ -137,10 +138,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 	int c;
 
 	while ((c = getopt_long(argc, argv, "ho:qVv", longopts, NULL)) != -1) {
+		if (prog_common_opt(c, optarg, &o->co, usage))
+			continue;
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(EXIT_OK);
 		case OPT_COPY:
 			o->copy = 1;
 			break;
@@ -161,19 +161,6 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case OPT_LEN:
 			o->len = (uint32_t)prog_arg_u64("--len", optarg, 1,
 							MAX_WINDOW);
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'q':
-			prog_verbosity = -1;
-			break;
-		case 'V':
-			prog_version();
-			exit(EXIT_OK);
-		case 'v':
-			if (prog_verbosity >= 0)
-				prog_verbosity++;
 			break;
 		default:
 			prog_usage_error("unknown or incomplete option");
@@ -490,7 +477,7 @@ static int run(const struct options *o, int argc, char **argv)
 	const char *in_name = o->input ? o->input : "stdin";
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
 			       .data_crc = 1 };
-	rec_writer_opts wo = { .name = o->output ? o->output : "stdout",
+	rec_writer_opts wo = { .name = o->co.output ? o->co.output : "stdout",
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	rec_reader *r = NULL;
@@ -515,7 +502,7 @@ static int run(const struct options *o, int argc, char **argv)
 		prog_err("out of memory");
 		goto out;
 	}
-	out_fd = prog_open_output(o->output);
+	out_fd = prog_open_output(o->co.output);
 	if (out_fd < 0)
 		goto out;
 	err = rec_writer_open(&w, out_fd, h, &wo);
@@ -537,7 +524,7 @@ out:
 	rec_reader_close(r);
 	rec_header_free(h);
 	if (out_fd > STDOUT_FILENO && close(out_fd) && ret == EXIT_OK) {
-		prog_err("unable to write '%s': %s", o->output,
+		prog_err("unable to write '%s': %s", o->co.output,
 			 strerror(errno));
 		ret = EXIT_FAIL;
 	}

@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include "../../lib/rec.h"
+#include "../common/opts.h"
 #include "../common/prog.h"
 #include "wavcat.h"
 
 struct options {
-	const char *output;      /* -o, NULL: stdout */
-	size_t jobs;
+	struct prog_common co;   /* -o (NULL: stdout), -j */
 	uint32_t rate;           /* 0: keep the files' rate */
 	double duration_s;       /* 0: not given */
 	uint64_t samples;        /* 0: not given */
@@ -209,25 +209,13 @@ static void usage(FILE *f)
 		prog_cpus());
 }
 
-/* Handles one option; returns 0, or -1 for an unknown one. */
+/* Handles one of wavcat's own options; returns 0, or -1 for an unknown
+ * one. */
 static int parse_opt(int c, const char *arg, struct options *o)
 {
 	switch (c) {
 	case '0':
 		o->null_sep = 1;
-		break;
-	case 'j':
-		o->jobs = (size_t)prog_arg_u64("--jobs", arg, 1, 1024);
-		break;
-	case 'o':
-		o->output = arg;
-		break;
-	case 'q':
-		prog_verbosity = -1;
-		break;
-	case 'v':
-		if (prog_verbosity >= 0)
-			prog_verbosity++;
 		break;
 	case OPT_DTYPE:
 		o->dtype = rec_dtype_parse(arg);
@@ -316,14 +304,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->sort_buffer = WAVCAT_SORT_DEFAULT;
 	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
 				NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			exit(EXIT_OK);
-		}
-		if (c == 'V') {
-			prog_version();
-			exit(EXIT_OK);
-		}
+		if (prog_common_opt(c, optarg, &o->co, usage))
+			continue;
 		if (parse_opt(c, optarg, o)) {
 			fprintf(stderr, "Try '%s --help' for more "
 				"information.\n", prog_name);
@@ -332,8 +314,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	if ((o->split.val_list || o->split.test_list) && !o->split_given)
 		o->split.mode = SPLIT_LISTS;
-	if (o->jobs == 0)
-		o->jobs = prog_cpus();
+	if (o->co.jobs == 0)
+		o->co.jobs = prog_cpus();
 	check_opts(o, argc, argv);
 }
 
@@ -342,7 +324,7 @@ static int open_output(struct run *r)
 {
 	struct stat st;
 
-	if (r->o.output == NULL) {
+	if (r->o.co.output == NULL) {
 		/* The records go to a copy of descriptor 1, and 1 itself
 		 * becomes stderr: a codec library that prints to stdout
 		 * (libsndfile 1.2's SDS reader does, per bad block) would
@@ -356,11 +338,11 @@ static int open_output(struct run *r)
 		r->out_name = "standard output";
 		return 0;
 	}
-	r->out_name = r->o.output;
-	r->fd = open(r->o.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	r->out_name = r->o.co.output;
+	r->fd = open(r->o.co.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 		     0666);
 	if (r->fd < 0) {
-		prog_err("unable to open '%s': %s", r->o.output,
+		prog_err("unable to open '%s': %s", r->o.co.output,
 			 strerror(errno));
 		return -1;
 	}
@@ -607,7 +589,7 @@ static int feed(struct run *r, uint64_t *submitted)
 /* Decodes every clip on the pool and writes the records in order. */
 static int decode_and_write(struct run *r)
 {
-	size_t jobs = r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n;
+	size_t jobs = r->o.co.jobs < r->cl.n ? r->o.co.jobs : r->cl.n;
 	uint64_t i, submitted = 0;
 	int err = 0;
 
@@ -662,7 +644,7 @@ static void report(const struct run *r)
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
 		  "%.2f s; waiting for decoders %.2f s, writing output %.2f s "
 		  "(of which waiting on output %.2f s)",
-		  r->o.jobs < r->cl.n ? r->o.jobs : r->cl.n, r->t_read,
+		  r->o.co.jobs < r->cl.n ? r->o.co.jobs : r->cl.n, r->t_read,
 		  r->t_resample, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
 	prog_report_spliced(rec_writer_bytes(r->w), rec_writer_spliced(r->w));
@@ -683,7 +665,7 @@ static void cleanup(struct run *r, int failed)
 	if (r->fd >= 0)
 		close(r->fd);
 	if (failed && r->out_is_file)
-		unlink(r->o.output);
+		unlink(r->o.co.output);
 }
 
 int main(int argc, char **argv)
@@ -694,7 +676,7 @@ int main(int argc, char **argv)
 	prog_init("wavcat");
 	r.t0 = prog_now();
 	parse_options(argc, argv, &r.o);
-	if (r.o.output == NULL)
+	if (r.o.co.output == NULL)
 		prog_refuse_tty(STDOUT_FILENO);
 	inputs_init(&r.cl, r.o.sort_buffer, NULL);
 	if (gather(&r, argc, argv) || configure(&r) || open_output(&r))

@@ -1,0 +1,47 @@
+/* opts.c - the options every program shares (opts.h). */
+#include "opts.h"
+
+#include <stdlib.h>
+
+#include "prog.h"
+
+/* The later of -q and -v wins: "-q -v" is verbose, "-v -q" quiet, so
+ * that a -v added to a command line (or alias) that says -q takes
+ * effect, as the last of two conflicting options does elsewhere. */
+static void set_verbosity(int c)
+{
+	if (c == 'q')
+		prog_verbosity = -1;
+	else
+		prog_verbosity = prog_verbosity < 0 ? 1 : prog_verbosity + 1;
+}
+
+int prog_common_opt(int c, const char *arg, struct prog_common *co,
+		    void (*usage)(FILE *))
+{
+	switch (c) {
+	case 'h':
+		usage(stdout);
+		exit(EXIT_OK);
+	case 'V':
+		prog_version();
+		exit(EXIT_OK);
+	case 'q':
+	case 'v':
+		set_verbosity(c);
+		return 1;
+	case 'j':
+		if (!co)
+			return 0;
+		co->jobs = (size_t)prog_arg_u64("--jobs", arg, 1,
+						PROG_MAX_JOBS);
+		return 1;
+	case 'o':
+		if (!co)
+			return 0;
+		co->output = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
