@@ -32,6 +32,14 @@ test_expect_success 'bad command lines exit 2 with a pointer to --help' '
 	test_grep "for --max-record" usage.err
 '
 
+test_expect_success 'an option without its argument or unknown: one message' '
+	test_single_usage_error recdump -n </dev/null &&
+	test_grep "requires an argument -- .n." usage.err &&
+	test_single_usage_error recdump --max-record </dev/null &&
+	test_single_usage_error recdump -o x </dev/null &&
+	test_single_usage_error recdump --no-such-option </dev/null
+'
+
 test_expect_success 'a missing file is named with the reason' '
 	test_expect_code 1 recdump nope.rec 2>err &&
 	echo "recdump: unable to open '\''nope.rec'\'': No such file or directory" >expect &&

@@ -69,6 +69,15 @@ test_expect_success 'bad options and values are usage errors (exit 2)' '
 	test_usage_error wavcat --rate
 '
 
+test_expect_success 'an option without its argument or unknown: one message' '
+	test_single_usage_error wavcat D -o &&
+	test_grep "requires an argument -- .o." usage.err &&
+	test_single_usage_error wavcat D --output &&
+	test_single_usage_error wavcat --rate &&
+	test_single_usage_error wavcat --no-such-option D &&
+	test_single_usage_error wavcat -x D
+'
+
 test_expect_success 'no inputs, "-" twice, "@" alone are usage errors' '
 	test_usage_error wavcat &&
 	test_usage_error wavcat --rate 16000 &&

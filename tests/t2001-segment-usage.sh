@@ -50,6 +50,15 @@ test_expect_success 'bad options and values are usage errors (exit 2)' '
 	test_usage_error segment --len <a.rec
 '
 
+test_expect_success 'an option without its argument or unknown: one message' '
+	test_single_usage_error segment --len 10 -o <a.rec &&
+	test_grep "requires an argument -- .o." usage.err &&
+	test_single_usage_error segment --len 10 --output <a.rec &&
+	test_single_usage_error segment --len <a.rec &&
+	test_single_usage_error segment --len 10 --no-such-option <a.rec &&
+	test_single_usage_error segment --len 10 -x <a.rec
+'
+
 test_expect_success 'the later of -q and -v wins' '
 	test_q_v_later_wins "^segment: read [0-9]* records" segment --len 100 \
 		a.rec

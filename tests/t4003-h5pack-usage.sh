@@ -54,6 +54,16 @@ test_expect_success 'bad options and values are usage errors (exit 2)' '
 	test ! -e x.h5
 '
 
+test_expect_success 'an option without its argument or unknown: one message' '
+	test_single_usage_error h5pack -o <f.rec &&
+	test_grep "requires an argument -- .o." usage.err &&
+	test_single_usage_error h5pack --output <f.rec &&
+	test_single_usage_error h5pack -o x.h5 --compress <f.rec &&
+	test_single_usage_error h5pack -o x.h5 --no-such-option <f.rec &&
+	test_single_usage_error h5pack -o x.h5 -x <f.rec &&
+	test ! -e x.h5
+'
+
 test_expect_success '--jobs takes 1 to 1024 and uses 16 threads at most' '
 	h5pack -v -j 1024 -c zstd --chunk-size 4K -o j.h5 f.rec 2>err &&
 	test -s j.h5 &&

@@ -111,6 +111,17 @@ test_usage_error() {
 	test_grep "^Try '$1 --help' for more information" usage.err >/dev/null
 }
 
+# test_single_usage_error PROG ARGS...: test_usage_error, and the why is
+# one line: usage.err holds it and the pointer to --help, nothing more.
+test_single_usage_error() {
+	test_usage_error "$@" &&
+	if [ "$(wc -l <usage.err)" != 2 ]; then
+		echo "test_single_usage_error: more than one message:" >&2
+		cat usage.err >&2
+		return 1
+	fi
+}
+
 # test_q_v_later_wins PATTERN PROG ARGS...: of -q and -v the later
 # wins: "PROG -q -v ARGS" says PATTERN on stderr, "PROG -v -q ARGS" says
 # nothing there. Their outputs stay in qv.out, qv.err, vq.out, vq.err.

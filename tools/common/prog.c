@@ -79,6 +79,11 @@ void prog_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg(fmt, ap);
 	va_end(ap);
+	prog_usage_hint();
+}
+
+void prog_usage_hint(void)
+{
 	fprintf(stderr, "Try '%s --help' for more information.\n", prog_name);
 	exit(EXIT_USAGE);
 }

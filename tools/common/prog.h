@@ -35,6 +35,10 @@ noreturn void prog_die(const char *fmt, ...)
 /* A usage error: the message, a pointer to --help, exit(EXIT_USAGE). */
 noreturn void prog_usage_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+/* The pointer to --help and exit(EXIT_USAGE), for a usage error already
+ * reported: getopt_long's own message on an unknown option or a missing
+ * argument ('?'). */
+noreturn void prog_usage_hint(void);
 /* Prints "prog (melpipe) VERSION" to stdout. */
 void prog_version(void);
 

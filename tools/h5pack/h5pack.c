@@ -173,8 +173,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'n':
 			o->no_clobber = 1;
 			break;
-		default:
-			prog_usage_error("unknown or incomplete option");
+		default: /* '?': getopt_long has said what */
+			prog_usage_hint();
 		}
 	}
 	if (!o->co.output)

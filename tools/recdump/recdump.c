@@ -133,8 +133,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 's':
 			o->mode = MODE_SUMMARY;
 			break;
-		default:
-			prog_usage_error("unknown option");
+		default: /* '?': getopt_long has said what */
+			prog_usage_hint();
 		}
 	}
 	if (argc - optind > 1)

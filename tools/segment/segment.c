@@ -162,8 +162,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->len = (uint32_t)prog_arg_u64("--len", optarg, 1,
 							MAX_WINDOW);
 			break;
-		default:
-			prog_usage_error("unknown or incomplete option");
+		default: /* '?': getopt_long has said what */
+			prog_usage_hint();
 		}
 	}
 	if (!o->len)

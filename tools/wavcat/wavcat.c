@@ -306,11 +306,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 				NULL)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
-		if (parse_opt(c, optarg, o)) {
-			fprintf(stderr, "Try '%s --help' for more "
-				"information.\n", prog_name);
-			exit(EXIT_USAGE);
-		}
+		if (parse_opt(c, optarg, o)) /* getopt_long has said what */
+			prog_usage_hint();
 	}
 	if ((o->split.val_list || o->split.test_list) && !o->split_given)
 		o->split.mode = SPLIT_LISTS;
