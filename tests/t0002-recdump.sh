@@ -46,6 +46,40 @@ test_expect_success 'a missing file is named with the reason' '
 	test_cmp expect err
 '
 
+test_expect_success 'an HDF5 file is named as one, with what reads it' '
+	$PYTHON "$TEST_DIRECTORY/py/h5pack_mkrec.py" --clips 2 >h.rec &&
+	h5pack -q -o x.h5 h.rec &&
+	test_expect_code 1 recdump x.h5 >out 2>err &&
+	echo "recdump: '\''x.h5'\'' is an HDF5 file, not a record stream" \
+		"(h5dump or scripts/h5info.py read it)" >expect &&
+	test_cmp expect err &&
+	test ! -s out &&
+	test_expect_code 1 recdump <x.h5 2>err &&
+	test_grep "^recdump: stdin is an HDF5 file" err
+'
+
+test_expect_success 'audio files are named as such, pointing at wavcat' '
+	$PYTHON -c "if 1:
+		import numpy as np, soundfile as sf
+		for f in (\"a.wav\", \"a.flac\", \"a.aiff\", \"a.ogg\"):
+			sf.write(f, np.zeros(400), 16000)" &&
+	for f in a.wav a.flac a.aiff a.ogg; do
+		test_expect_code 1 recdump -q $f 2>err &&
+		test_grep "^recdump: .$f. is an audio file (.*), not a record" \
+			err &&
+		test_grep "; wavcat reads audio files$" err || exit 1
+	done
+'
+
+test_expect_success 'a pipe or a file of other bytes: the reader says why' '
+	printf "\211HDF\r\n\032\n" >sig &&
+	cat sig | test_expect_code 1 recdump 2>err &&
+	test_grep "stdin: record 0 at byte 0: bad magic 89 48 44 46" err &&
+	printf "RIFF" >riff &&
+	test_expect_code 1 recdump riff 2>err &&
+	test_grep "riff: record 0 at byte 0: bad magic 52 49 46 46" err
+'
+
 test_expect_success 'stdin by default and with -' '
 	recdump <"$GOLDEN/good-audio-s16.rec" >a &&
 	recdump - <"$GOLDEN/good-audio-s16.rec" >b &&
