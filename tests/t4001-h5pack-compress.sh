@@ -47,6 +47,18 @@ test_expect_success 'zstd: plain h5py reads it through HDF5_PLUGIN_PATH' '
 		f.rec z_19.h5 2>np.err
 '
 
+test_expect_success 'zstd: h5pack says once how to read the file, not with -q' '
+	h5pack -c zstd -o z.h5 f.rec 2>err &&
+	dir=$(cd "$PLUGINS" && pwd -P) &&
+	test_grep "^h5pack: .z.h5. is zstd-compressed: read it with " err &&
+	test_grep " .import hdf5plugin. (h5py) or HDF5_PLUGIN_PATH=$dir " err &&
+	test $(grep -c zstd-compressed err) = 1 &&
+	h5pack -q -c zstd -o z.h5 f.rec 2>err &&
+	test_cmp /dev/null err &&
+	h5pack -c gzip -o gz1.h5 f.rec 2>err &&
+	! grep compressed err
+'
+
 # h5dump_values FILE DATASET: the values h5dump prints, one per line.
 h5dump_values() {
 	rm -f vals.txt &&

@@ -153,6 +153,21 @@ size_t prog_cpus(void)
 	return n > 0 ? (size_t)n : 1;
 }
 
+int prog_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len);
+	char *slash;
+
+	if (n <= 0 || (size_t)n >= len)
+		return -1;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	return 0;
+}
+
 double prog_now(void)
 {
 	struct timespec ts;

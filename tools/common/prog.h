@@ -60,6 +60,11 @@ uint64_t prog_arg_size(const char *opt, const char *arg, uint64_t min,
 double prog_arg_double(const char *opt, const char *arg, double min,
 		       double max);
 
+/* The folder holding this program's binary (from /proc/self/exe) into
+ * buf: where the files installed beside the programs are looked for.
+ * 0, or -1 when it cannot be read or does not fit in len bytes. */
+int prog_exe_dir(char *buf, size_t len);
+
 /* Seconds on a monotonic clock, for -v timing reports. */
 double prog_now(void);
 

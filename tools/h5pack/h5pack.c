@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@
 #define WRITEBACK_EVERY (16u << 20)
 #define PROGRESS_INTERVAL 0.1   /* seconds between redraws */
 #define MAX_DEFAULT_JOBS 8
+#define H5ZSTD_PLUGIN "libh5zstd.so" /* tools/h5pack/build.mk */
 
 struct options {
 	struct prog_common co;  /* -o (required), -j (0: the default) */
@@ -414,6 +416,46 @@ static void report(const rec_reader *r, const h5out *h, double total,
 		  t_in, work > 0 ? work : 0, t_h5, threads);
 }
 
+/* The folder of the zstd filter plugin beside this program into dir
+ * (PATH_MAX bytes): bin/plugins in the build tree, or
+ * PREFIX/lib/melpipe/hdf5-plugins from PREFIX/bin once installed. 0, or
+ * -1 when neither holds the plugin. */
+static int plugin_dir(char *dir)
+{
+	static const char *const beside[] = {
+		"plugins", "../lib/melpipe/hdf5-plugins"
+	};
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+
+	if (prog_exe_dir(exe, sizeof(exe)))
+		return -1;
+	for (size_t i = 0; i < sizeof(beside) / sizeof(*beside); i++) {
+		snprintf(path, sizeof(path), "%s/%s", exe, beside[i]);
+		if (!realpath(path, dir))
+			continue;
+		snprintf(path, sizeof(path), "%s/" H5ZSTD_PLUGIN, dir);
+		if (access(path, R_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* Plain HDF5 readers show a zstd dataset's data as empty or fail on it:
+ * say once, at the end, what reads the file. */
+static void zstd_hint(const char *name)
+{
+	char dir[PATH_MAX];
+
+	if (plugin_dir(dir) == 0)
+		prog_warn("'%s' is zstd-compressed: read it with 'import "
+			  "hdf5plugin' (h5py) or HDF5_PLUGIN_PATH=%s (any "
+			  "HDF5 program)", name, dir);
+	else
+		prog_warn("'%s' is zstd-compressed: read it with 'import "
+			  "hdf5plugin' (h5py) or HDF5_PLUGIN_PATH set to "
+			  "melpipe's plugin folder (formats/hdf5.md)", name);
+}
+
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
@@ -451,6 +493,8 @@ static int run(const struct options *o, int argc, char **argv)
 	have_out = 0;
 	report(r, h, prog_now() - t_start, o->co.output);
 	summary(o->co.output, h);
+	if (o->compress == H5OUT_ZSTD)
+		zstd_hint(o->co.output);
 	ret = EXIT_OK;
 out:
 	progress_end(&p);
