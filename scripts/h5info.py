@@ -5,17 +5,72 @@ Usage: h5info.py FILE.h5
 
 Shows the split groups with their feature shapes and per-label row counts,
 the label table, the clips and skipped inputs, and the provenance chain.
-Reading zstd-compressed datasets needs hdf5plugin (imported when present)
-or HDF5_PLUGIN_PATH pointing at melpipe's bin/plugins.
+zstd-compressed datasets (h5pack --compress zstd) need HDF5 filter 32015:
+h5info.py uses hdf5plugin where it is installed, and otherwise points
+HDF5_PLUGIN_PATH, unless it names a folder already, at melpipe's plugin
+folder beside the script: bin/plugins in the source tree (the script in
+scripts/), PREFIX/lib/melpipe/hdf5-plugins once installed (the script in
+PREFIX/bin).
 """
+import os
 import sys
 
+HERE = os.path.dirname(os.path.realpath(__file__))
+PLUGIN_DIRS = (os.path.join(HERE, "..", "bin", "plugins"),
+               os.path.join(HERE, "..", "lib", "melpipe", "hdf5-plugins"))
+FILTER_NAMES = {32015: "zstd"}
+
+
+def use_plugin_dir():
+    """HDF5_PLUGIN_PATH for the HDF5 library h5py loads, which reads it
+    once: the caller's when it names a folder, else the first of
+    PLUGIN_DIRS that exists."""
+    given = os.environ.get("HDF5_PLUGIN_PATH", "")
+    if any(os.path.isdir(d) for d in given.split(":") if d):
+        return
+    for d in PLUGIN_DIRS:
+        if os.path.isdir(d):
+            os.environ["HDF5_PLUGIN_PATH"] = os.path.normpath(d)
+            return
+
+
+use_plugin_dir()
 try:
-    import hdf5plugin  # noqa: F401  (registers the zstd filter)
+    import hdf5plugin  # noqa: F401,E402  (registers the zstd filter)
 except ImportError:
     pass
-import h5py
-import numpy as np
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def missing_filters(f):
+    """{filter id: [datasets that need it]} for the filters of f's
+    datasets that this HDF5 cannot load."""
+    missing = {}
+
+    def visit(name, obj):
+        if not isinstance(obj, h5py.Dataset):
+            return
+        plist = obj.id.get_create_plist()
+        for i in range(plist.get_nfilters()):
+            fid = plist.get_filter(i)[0]
+            if not h5py.h5z.filter_avail(fid):
+                missing.setdefault(fid, []).append("/" + name)
+    f.visititems(visit)
+    return missing
+
+
+def say_missing(path, missing):
+    for fid, dsets in sorted(missing.items()):
+        more = f" and {len(dsets) - 1} more" if len(dsets) > 1 else ""
+        print(f"h5info: '{path}': {dsets[0]}{more} need HDF5 filter {fid} "
+              f"({FILTER_NAMES.get(fid, 'a filter plugin')}), which this "
+              "h5py cannot load", file=sys.stderr)
+    print("h5info: install hdf5plugin for this Python (pip install "
+          "hdf5plugin), or set HDF5_PLUGIN_PATH to the folder of "
+          "melpipe's libh5zstd.so (bin/plugins in the source tree, "
+          "PREFIX/lib/melpipe/hdf5-plugins once installed)",
+          file=sys.stderr)
 
 
 def text(v):
@@ -29,6 +84,10 @@ def main(argv):
         print(__doc__.strip())
         return 0 if len(argv) == 2 else 2
     with h5py.File(argv[1], "r") as f:
+        missing = missing_filters(f)
+        if missing:
+            say_missing(argv[1], missing)
+            return 1
         labels = [text(x) for x in f["labels"][()]] if "labels" in f else []
         print(f"{argv[1]}:")
         print(f"  labels ({len(labels)}): {', '.join(labels)}")

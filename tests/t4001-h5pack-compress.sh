@@ -59,6 +59,35 @@ test_expect_success 'zstd: h5pack says once how to read the file, not with -q' '
 	! grep compressed err
 '
 
+# Debian's python3 with its h5py and no hdf5plugin: a module of that name
+# that fails to import stands before any installed one.
+mkdir nohp && echo "raise ImportError(\"hidden by $0\")" >nohp/hdf5plugin.py
+SYSPY="env PYTHONPATH=$PWD/nohp /usr/bin/python3"
+H5INFO=$TOP/scripts/h5info.py
+
+test_expect_success 'h5info.py finds the plugin beside it (no hdf5plugin)' '
+	! $SYSPY -c "import hdf5plugin" 2>/dev/null &&
+	$PYTHON "$H5INFO" z_19.h5 >want &&
+	env -u HDF5_PLUGIN_PATH $SYSPY "$H5INFO" z_19.h5 >got &&
+	test_cmp want got &&
+	test_grep "training: features" got
+'
+
+test_expect_success 'h5info.py without the filter says what to install' '
+	mkdir -p lone && cp "$H5INFO" lone/ &&
+	test_expect_code 1 env -u HDF5_PLUGIN_PATH $SYSPY lone/h5info.py \
+		z_19.h5 >out 2>err &&
+	test_grep "^h5info: .z_19.h5.: /.* need HDF5 filter 32015 (zstd)" err &&
+	test_grep "install hdf5plugin" err &&
+	test_grep "HDF5_PLUGIN_PATH" err &&
+	! grep Traceback err &&
+	# HDF5_PLUGIN_PATH naming a folder already: left as it is
+	mkdir empty &&
+	test_expect_code 1 env HDF5_PLUGIN_PATH=$PWD/empty $SYSPY "$H5INFO" \
+		z_19.h5 >out 2>err &&
+	test_grep "need HDF5 filter 32015" err
+'
+
 # h5dump_values FILE DATASET: the values h5dump prints, one per line.
 h5dump_values() {
 	rm -f vals.txt &&
