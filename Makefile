@@ -11,7 +11,8 @@
 #   make setup      install missing Debian packages and the test venv
 #   make fuzz       run libFuzzer on the record reader and on wavcat's
 #                   decoder, FUZZ_SECONDS each (60); FUZZ_TARGET=rec|decode
-#                   runs one (tests/fuzz/README)
+#                   runs one (tests/fuzz/README); the decoder's seeds need
+#                   setup, which it runs first
 #   make install    install into $(PREFIX) (default /usr/local)
 #   make clean
 # Variables: V=1 shows commands; CUDA=0 skips the CUDA backend; SAN=1

@@ -75,10 +75,11 @@ fuzz-run-rec: build/fuzz/fuzz-rec
 	cd build/fuzz && ./fuzz-rec -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 corpus ../../tests/golden
 
-# The seeds are made once. -timeout catches a file that takes the decoder
-# seconds (a damaged header asking for hours of resampling); stdout is
-# closed, as libsndfile prints there on some damaged files.
-fuzz-run-decode: build/fuzz/fuzz-decode
+# The seeds are made once, by the test venv's Python (setup makes it).
+# -timeout catches a file that takes the decoder seconds (a damaged header
+# asking for hours of resampling); stdout is closed, as libsndfile prints
+# there on some damaged files.
+fuzz-run-decode: setup build/fuzz/fuzz-decode
 	@mkdir -p build/fuzz/corpus-decode
 	[ -d build/fuzz/seeds-decode ] || \
 		scripts/fuzz-seeds build/fuzz/seeds-decode

@@ -34,6 +34,23 @@ test_expect_success 'make the seed files' '
 	test -z "$(find seeds -name "*.wav" -size +4k)"
 '
 
+test_expect_success 'without numpy and soundfile: a message, not a traceback' '
+	printf "#!/bin/sh\nexit 1\n" >nopy &&
+	chmod +x nopy &&
+	test_expect_code 1 env PYTHON=$PWD/nopy "$TOP/scripts/fuzz-seeds" \
+		noseeds 2>err &&
+	test_grep "^fuzz-seeds: no Python with numpy, soundfile at " err &&
+	test_grep "(run make setup, or set PYTHON)" err &&
+	test ! -e noseeds
+'
+
+test_expect_success 'make fuzz makes the venv (setup) before the seeds' '
+	MAKEFLAGS= make -s -C "$TOP" -n fuzz FUZZ_TARGET=decode >plan &&
+	test_grep "^scripts/setup$" plan &&
+	test $(grep -n "scripts/setup$" plan | cut -d: -f1) -lt \
+		$(grep -n "scripts/fuzz-seeds" plan | cut -d: -f1)
+'
+
 test_expect_success 'every seed decodes, and keeps every promise' '
 	{ fuzz-decode -v seeds/* >out 2>err || show_failure; } &&
 	test_grep "no fault" out &&
