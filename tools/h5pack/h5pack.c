@@ -76,7 +76,8 @@ static void usage(FILE *f)
 "label, split, n_samples, sample_rate per clip) and /skipped (path, reason\n"
 "per unusable input); the stream's parameters and provenance as root\n"
 "attributes. An audio stream gives rows of samples [N, n_samples] (every\n"
-"record must then have the same length). formats/hdf5.md has the details.\n"
+"record must then have the same length). formats/hdf5.md has the details\n"
+"(installed in PREFIX/share/doc/melpipe).\n"
 "\n"
 "OUT.h5 appears only once the whole stream has arrived intact and the file\n"
 "is written and synced; until then it is a temporary file in the same\n"
@@ -92,12 +93,13 @@ static void usage(FILE *f)
 "                        HDF5_PLUGIN_PATH set to melpipe's plugin folder\n"
 "                        (bin/plugins; PREFIX/lib/melpipe/hdf5-plugins\n"
 "                        when installed)\n"
-"      --chunk-size=SIZE bytes of features per chunk, 4K to 16M (default\n"
+"      --chunk-size=SIZE\n"
+"                        bytes of features per chunk, 4K to 16M (default\n"
 "                        1M); the unit of compression and of reads\n"
 "  -j, --jobs=N          threads compressing chunks (default: the CPUs it\n"
-"                        may use, at most %d; here %zu; 16 at most are\n"
-"                        used, fewer for chunks over 2M); the file is the\n"
-"                        same for any N\n"
+"                        may use, at most %d; 16 at most are used, fewer\n"
+"                        for chunks over 2M; -v says how many); the file\n"
+"                        is the same for any N\n"
 "  -n, --no-clobber      fail instead of replacing an existing OUT.h5\n"
 "  -o, --output=OUT.h5   the dataset file to write (required)\n"
 "  -q, --quiet           no warnings, no progress, no summary line\n"
@@ -108,14 +110,14 @@ static void usage(FILE *f)
 "With a terminal on standard error a progress line shows clips done of\n"
 "those announced, the rate and the time left.\n"
 "\n"
-"Example:\n"
-"  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
-"      h5pack -o speech.h5\n"
-"\n"
 "Exit status: 0 written, 1 failure (bad or truncated stream, write error;\n"
 "no OUT.h5 written), 2 usage error. Killed by SIGINT, SIGTERM, SIGHUP or\n"
-"SIGQUIT it removes its temporary file and dies of the signal.\n",
-		prog_name, MAX_DEFAULT_JOBS, default_jobs());
+"SIGQUIT it removes its temporary file and dies of the signal.\n"
+"\n"
+"Examples:\n"
+"  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
+"  h5pack -o speech.h5\n",
+		prog_name, MAX_DEFAULT_JOBS);
 }
 
 static void parse_compress(const char *spec, struct options *o)

@@ -65,7 +65,8 @@ static void usage(FILE *f)
 "\n"
 "Options:\n"
 "  -h, --help            show this help and exit\n"
-"      --max-record SIZE refuse payloads over SIZE bytes (K/M/G suffixes;\n"
+"      --max-record SIZE\n"
+"                        refuse payloads over SIZE bytes (K/M/G suffixes;\n"
 "                        default 256M)\n"
 "  -n, --limit N         stop after N data records (the rest is not read\n"
 "                        nor verified)\n"
@@ -89,7 +90,9 @@ static void usage(FILE *f)
 "\n"
 "Examples:\n"
 "  wavcat DATA/ | recdump -s\n"
+"\n"
 "  recdump -q clips.rec && echo valid\n"
+"\n"
 "  gpumel < clips.rec | recdump --stats -n 10\n",
 		prog_name);
 }

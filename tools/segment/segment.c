@@ -111,12 +111,12 @@ static void usage(FILE *f)
 "  -h, --help         show this help and exit\n"
 "  -V, --version      show the version and exit\n"
 "\n"
-"Example:\n"
-"  wavcat --rate 16000 DATA/ | segment --len 16000 --hop 8000 |\n"
-"      gpumel --n-mels 40 | h5pack -o out.h5\n"
-"\n"
 "Exit status: 0 done (clips too short were reported), 1 failure (bad\n"
-"input stream, write error), 2 usage error.\n",
+"input stream, write error), 2 usage error.\n"
+"\n"
+"Examples:\n"
+"  wavcat --rate 16000 DATA/ | segment --len 16000 --hop 8000 |\n"
+"  gpumel --n-mels 40 | h5pack -o out.h5\n",
 		prog_name);
 }
 

@@ -101,9 +101,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: wavcat [OPTION]... INPUT...\n"
-"Decode audio files, mix them down to mono, resample, pad or trim them,\n"
-"and write them as a melpipe audio record stream (formats/record.md) on\n"
-"standard output: one record per input, sorted by key (bytewise).\n"
+"Decode audio files into a melpipe audio record stream.\n"
+"\n"
+"Mixes every input down to mono, resamples, pads or trims it, and writes\n"
+"it as one record of a stream on standard output, sorted by key\n"
+"(bytewise). formats/record.md describes the stream (installed in\n"
+"PREFIX/share/doc/melpipe).\n"
 "\n"
 "Inputs:\n"
 "  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
@@ -140,8 +143,7 @@ static void usage(FILE *f)
 "  rounded once from their exact values.\n"
 "\n");
 	fprintf(f,
-"Labels (an id per clip, -1 for none; the header lists the names in id\n"
-"order, names sorted bytewise, ids from 0):\n"
+"Labels (an id per clip, from 0 in the bytewise order of the names):\n"
 "  (default)           the clip's top folder under its input folder:\n"
 "                      DATA/yes/a.wav and DATA/yes/x/b.wav are 'yes'; files\n"
 "                      at the top of the folder get none. A file named by\n"
@@ -151,7 +153,7 @@ static void usage(FILE *f)
 "                      \"quoted\"; a first line 'path,label' is a heading.\n"
 "                      Every label of FILE is in the table; clips not in\n"
 "                      FILE get -1 (with a warning)\n"
-"  --no-labels         every clip -1\n"
+"  --no-labels         every clip -1 (no label)\n"
 "\n"
 "Splits (training, validation, testing; or none):\n"
 "  (default)           'lists' when validation_list.txt or testing_list.txt\n"
@@ -188,8 +190,8 @@ static void usage(FILE *f)
 "                      does not grow with the number of inputs, and the\n"
 "                      output is the same for any SIZE (-v says when the\n"
 "                      file was used)\n"
-"  -j, --jobs=N        decoder threads (default: the CPUs it may use, here\n"
-"                      %zu); the output is the same for every N\n"
+"  -j, --jobs=N        decoder threads (default: the CPUs it may use; -v\n"
+"                      says how many); the output is the same for every N\n"
 "  -o, --output=FILE   write to FILE instead of standard output (removed\n"
 "                      if the run fails)\n"
 "  -q, --quiet         no warnings, no summary; errors only\n"
@@ -203,10 +205,11 @@ static void usage(FILE *f)
 "\n"
 "Examples:\n"
 "  wavcat --rate 16000 --duration 1 speech_commands/ > clips.rec\n"
+"\n"
 "  wavcat --rate 4096 --duration 10 DATA/ | segment --len 512 --hop 512 |\n"
-"      gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
-"  find DATA -name '*.flac' -print0 | wavcat -0 --rate 16000 - | recdump\n",
-		prog_cpus());
+"  gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
+"\n"
+"  find DATA -name '*.flac' -print0 | wavcat -0 --rate 16000 - | recdump\n");
 }
 
 /* Handles one of wavcat's own options; returns 0, or -1 for an unknown
