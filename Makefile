@@ -13,7 +13,13 @@
 #                   decoder, FUZZ_SECONDS each (60); FUZZ_TARGET=rec|decode
 #                   runs one (tests/fuzz/README); the decoder's seeds need
 #                   setup, which it runs first
-#   make install    install into $(PREFIX) (default /usr/local)
+#   make man        the programs' manual pages, build/man/*.1, made from
+#                   their --help and --version by help2man (setup
+#                   installs it)
+#   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local):
+#                   the programs and scripts/h5info.py in bin/, the
+#                   manual pages in share/man/man1/, README.md,
+#                   formats/*.md and docs/*.md in share/doc/melpipe/
 #   make clean
 # Variables: V=1 shows commands; CUDA=0 skips the CUDA backend; SAN=1
 # builds with sanitizers into build/san.
@@ -117,11 +123,35 @@ demo: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo
 
-install: all
+# The manual pages. NAME is the first paragraph of --help after its Usage
+# line, made one line; the rest is help2man's reading of --help.
+MAN_PAGES := $(PROGS:%=build/man/%.1)
+HELP_NAME := awk 'NR > 1 && /^$$/ { exit } NR > 1 { printf "%s%s", sep, $$0; \
+	sep = " " }' | sed 's/\.$$//; s/^./\L&/'
+
+man: $(MAN_PAGES)
+
+build/man/%.1: $(BIN)/%
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  MAN     $@"
+	$(Q)command -v help2man >/dev/null || \
+		{ echo "help2man not found (make setup installs it)" >&2; exit 1; }
+	$(Q)help2man --no-info -N -o $@ -n "$$($< --help | $(HELP_NAME))" $<
+
+DOC_DIR := $(PREFIX)/share/doc/melpipe
+
+install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(PROGS:%=$(BIN)/%) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(PROGS:%=$(BIN)/%) scripts/h5info.py \
+		$(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(DOC_DIR)/formats $(DESTDIR)$(DOC_DIR)/docs
+	install -m 644 README.md $(DESTDIR)$(DOC_DIR)/
+	install -m 644 formats/*.md $(DESTDIR)$(DOC_DIR)/formats/
+	install -m 644 docs/*.md $(DESTDIR)$(DOC_DIR)/docs/
 
 clean:
 	rm -rf build bin
 
-.PHONY: all setup check test demo install clean test-helpers
+.PHONY: all setup check test demo man install clean test-helpers

@@ -59,10 +59,7 @@ test_expect_success 'zstd: h5pack says once how to read the file, not with -q' '
 	! grep compressed err
 '
 
-# Debian's python3 with its h5py and no hdf5plugin: a module of that name
-# that fails to import stands before any installed one.
-mkdir nohp && echo "raise ImportError(\"hidden by $0\")" >nohp/hdf5plugin.py
-SYSPY="env PYTHONPATH=$PWD/nohp /usr/bin/python3"
+SYSPY=$(sys_python)
 H5INFO=$TOP/scripts/h5info.py
 
 test_expect_success 'h5info.py finds the plugin beside it (no hdf5plugin)' '

@@ -134,6 +134,23 @@ test_q_v_later_wins() {
 	test_cmp /dev/null vq.err
 }
 
+# sys_python: prints the path of a python3 as a user without the test
+# venv has one: Debian's /usr/bin/python3 with its h5py and no hdf5plugin
+# (a module of that name that fails to import stands before any installed
+# one). Made in the scratch folder on the first call.
+sys_python() {
+	d=$TRASH_DIRECTORY/.sys-python
+	if [ ! -x "$d/python3" ]; then
+		mkdir -p "$d" &&
+		echo "raise ImportError('hidden by test-lib.sh')" \
+			>"$d/hdf5plugin.py" &&
+		printf '#!/bin/sh\nPYTHONPATH=%s exec /usr/bin/python3 "$@"\n' \
+			"$d" >"$d/python3" &&
+		chmod +x "$d/python3" || return 1
+	fi
+	echo "$d/python3"
+}
+
 # test_must_fail cmd...: cmd fails in a controlled way (exit 1..125, not a
 # signal, not a sanitizer's crash).
 test_must_fail() {
