@@ -34,16 +34,10 @@
 #include <zstd.h>
 
 #include "crc32c.h"
+#include "rec_int.h"
 #include "xio.h"
 
-#define DEFAULT_BUFFER (1u << 20)
 #define MIN_READ (64u << 10)    /* never read(2) into less room than this */
-#define MAX_KEY 0xffffu         /* key_len is a 16-bit field */
-#define TRAILER_META 32u
-#define DETAIL_SIZE 1024
-#define PAYLOAD_ALIGN 16u       /* of payloads handed out, for typed access */
-#define ALIGN_UP(n) (((n) + PAYLOAD_ALIGN - 1) & ~(size_t)(PAYLOAD_ALIGN - 1))
-#define REASON_SIZE 512
 /* Read-ahead: RA_SLOTS buffers of RA_HEAD + RA_CHUNK bytes; the thread
  * reads into the last RA_CHUNK, and the unconsumed end of the buffer
  * before (a partial record) is copied into the RA_HEAD before it. */
@@ -51,505 +45,8 @@
 #define RA_HEAD (1u << 20)
 #define RA_CHUNK (1u << 20)
 
-/* Seconds on the monotonic clock, for the wait timers. */
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ------------------------------------------------------------------ */
-/* Little-endian fields */
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-/* ------------------------------------------------------------------ */
-/* Names */
-
-const char *rec_strerror(int err)
-{
-	switch (err) {
-	case REC_OK: return "success";
-	case REC_END: return "end of stream";
-	case REC_E_NOMEM: return "out of memory";
-	case REC_E_IO: return "input/output error";
-	case REC_E_EPIPE: return "output closed by its reader";
-	case REC_E_MAGIC: return "not a record stream";
-	case REC_E_VERSION: return "unsupported format version";
-	case REC_E_CRC: return "checksum mismatch";
-	case REC_E_TOOBIG: return "record larger than the size cap";
-	case REC_E_TRUNC: return "truncated stream";
-	case REC_E_FORMAT: return "malformed record";
-	case REC_E_ORDER: return "record out of order";
-	case REC_E_TRAILING: return "data after the trailer";
-	case REC_E_ZSTD: return "payload does not decompress";
-	case REC_E_INVAL: return "invalid argument";
-	}
-	return "unknown error";
-}
-
-size_t rec_dtype_size(int dtype)
-{
-	switch (dtype) {
-	case REC_S16: return 2;
-	case REC_F32: return 4;
-	case REC_F16: return 2;
-	case REC_BF16: return 2;
-	}
-	return 0;
-}
-
-const char *rec_dtype_name(int dtype)
-{
-	switch (dtype) {
-	case REC_S16: return "s16";
-	case REC_F32: return "f32";
-	case REC_F16: return "f16";
-	case REC_BF16: return "bf16";
-	}
-	return NULL;
-}
-
-int rec_dtype_parse(const char *name)
-{
-	for (int d = REC_S16; d <= REC_BF16; d++)
-		if (name && strcmp(name, rec_dtype_name(d)) == 0)
-			return d;
-	return 0;
-}
-
-const char *rec_split_name(int split)
-{
-	static const char *const names[] = {
-		"none", "training", "validation", "testing"
-	};
-
-	if (split < 0 || split > REC_SPLIT_TESTING)
-		return NULL;
-	return names[split];
-}
-
-static const char *type_name(int type)
-{
-	switch (type) {
-	case REC_T_HEADER: return "header";
-	case REC_T_AUDIO: return "audio";
-	case REC_T_FEATURES: return "features";
-	case REC_T_SKIPPED: return "skipped";
-	case REC_T_TRAILER: return "trailer";
-	case REC_T_WINDOWS: return "windows";
-	}
-	return "unknown";
-}
-
-/* ------------------------------------------------------------------ */
-/* Header key/value list */
-
-struct rec_pair {
-	char *key;
-	char *value;
-};
-
-struct rec_header {
-	struct rec_pair *v;
-	size_t n, cap;
-};
-
-/* Keys are ASCII [a-z0-9_], non-empty. */
-static int key_valid(const char *k, size_t len)
-{
-	if (len == 0)
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = k[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		      c == '_'))
-			return 0;
-	}
-	return 1;
-}
-
-rec_header *rec_header_new(void)
-{
-	return calloc(1, sizeof(rec_header));
-}
-
-void rec_header_free(rec_header *h)
-{
-	if (h == NULL)
-		return;
-	for (size_t i = 0; i < h->n; i++) {
-		free(h->v[i].key);
-		free(h->v[i].value);
-	}
-	free(h->v);
-	free(h);
-}
-
-/* Appends a pair of (len-delimited) strings; they need not be terminated. */
-static int header_append(rec_header *h, const char *k, size_t klen,
-			 const char *v, size_t vlen)
-{
-	char *kc, *vc;
-
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 16;
-		struct rec_pair *nv = realloc(h->v, cap * sizeof(*nv));
-
-		if (nv == NULL)
-			return REC_E_NOMEM;
-		h->v = nv;
-		h->cap = cap;
-	}
-	kc = malloc(klen + 1);
-	vc = malloc(vlen + 1);
-	if (kc == NULL || vc == NULL) {
-		free(kc);
-		free(vc);
-		return REC_E_NOMEM;
-	}
-	memcpy(kc, k, klen);
-	kc[klen] = '\0';
-	memcpy(vc, v, vlen);
-	vc[vlen] = '\0';
-	h->v[h->n].key = kc;
-	h->v[h->n].value = vc;
-	h->n++;
-	return REC_OK;
-}
-
-rec_header *rec_header_dup(const rec_header *h)
-{
-	rec_header *d = rec_header_new();
-
-	if (d == NULL || h == NULL)
-		return d;
-	for (size_t i = 0; i < h->n; i++) {
-		const struct rec_pair *p = &h->v[i];
-
-		if (header_append(d, p->key, strlen(p->key), p->value,
-				  strlen(p->value))) {
-			rec_header_free(d);
-			return NULL;
-		}
-	}
-	return d;
-}
-
-int rec_header_add(rec_header *h, const char *key, const char *value)
-{
-	if (h == NULL || key == NULL || value == NULL ||
-	    !key_valid(key, strlen(key)))
-		return REC_E_INVAL;
-	return header_append(h, key, strlen(key), value, strlen(value));
-}
-
-int rec_header_set(rec_header *h, const char *key, const char *value)
-{
-	size_t i, j;
-	char *vc;
-
-	if (h == NULL || key == NULL || value == NULL ||
-	    !key_valid(key, strlen(key)))
-		return REC_E_INVAL;
-	for (i = 0; i < h->n; i++)
-		if (strcmp(h->v[i].key, key) == 0)
-			break;
-	if (i == h->n)
-		return header_append(h, key, strlen(key), value,
-				     strlen(value));
-	vc = strdup(value);
-	if (vc == NULL)
-		return REC_E_NOMEM;
-	free(h->v[i].value);
-	h->v[i].value = vc;
-	/* Drop the later pairs with this key, keeping the order of the rest. */
-	for (j = ++i; i < h->n; i++) {
-		if (strcmp(h->v[i].key, key) == 0) {
-			free(h->v[i].key);
-			free(h->v[i].value);
-		} else {
-			h->v[j++] = h->v[i];
-		}
-	}
-	h->n = j;
-	return REC_OK;
-}
-
-int rec_header_set_u64(rec_header *h, const char *key, uint64_t value)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%" PRIu64, value);
-	return rec_header_set(h, key, buf);
-}
-
-int rec_header_set_double(rec_header *h, const char *key, double value)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), "%.17g", value);
-	return rec_header_set(h, key, buf);
-}
-
-void rec_header_del(rec_header *h, const char *key)
-{
-	size_t i, j;
-
-	if (h == NULL || key == NULL)
-		return;
-	for (i = j = 0; i < h->n; i++) {
-		if (strcmp(h->v[i].key, key) == 0) {
-			free(h->v[i].key);
-			free(h->v[i].value);
-		} else {
-			h->v[j++] = h->v[i];
-		}
-	}
-	h->n = j;
-}
-
-const char *rec_header_get(const rec_header *h, const char *key)
-{
-	return rec_header_get_nth(h, key, 0);
-}
-
-size_t rec_header_count(const rec_header *h, const char *key)
-{
-	size_t n = 0;
-
-	if (h == NULL || key == NULL)
-		return 0;
-	for (size_t i = 0; i < h->n; i++)
-		n += strcmp(h->v[i].key, key) == 0;
-	return n;
-}
-
-const char *rec_header_get_nth(const rec_header *h, const char *key,
-			       size_t n)
-{
-	if (h == NULL || key == NULL)
-		return NULL;
-	for (size_t i = 0; i < h->n; i++)
-		if (strcmp(h->v[i].key, key) == 0 && n-- == 0)
-			return h->v[i].value;
-	return NULL;
-}
-
-size_t rec_header_len(const rec_header *h)
-{
-	return h ? h->n : 0;
-}
-
-void rec_header_entry(const rec_header *h, size_t i, const char **key,
-		      const char **value)
-{
-	const char *k = NULL, *v = NULL;
-
-	if (h && i < h->n) {
-		k = h->v[i].key;
-		v = h->v[i].value;
-	}
-	if (key)
-		*key = k;
-	if (value)
-		*value = v;
-}
-
-/* A growable string for building stage entries. */
-struct strbuf {
-	char *s;
-	size_t len, cap;
-	int err;
-};
-
-static void sb_add(struct strbuf *b, const char *s, size_t n)
-{
-	if (b->err)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		char *ns;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		ns = realloc(b->s, cap);
-		if (ns == NULL) {
-			b->err = 1;
-			return;
-		}
-		b->s = ns;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void sb_str(struct strbuf *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
-
-/* Characters a POSIX shell takes literally in a word. */
-static int shell_safe(const char *s)
-{
-	static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				   "abcdefghijklmnopqrstuvwxyz"
-				   "0123456789_@%+=:,./-";
-
-	if (*s == '\0')
-		return 0;
-	for (; *s; s++)
-		if (!strchr(safe, *s))
-			return 0;
-	return 1;
-}
-
-/* Appends s quoted so that sh reads it back as one word: 'a b', 'it'\''s',
- * and '' for the empty string. */
-static void sb_shell_quote(struct strbuf *b, const char *s)
-{
-	if (shell_safe(s)) {
-		sb_str(b, s);
-		return;
-	}
-	sb_add(b, "'", 1);
-	for (; *s; s++) {
-		if (*s == '\'')
-			sb_str(b, "'\\''");
-		else
-			sb_add(b, s, 1);
-	}
-	sb_add(b, "'", 1);
-}
-
-int rec_header_add_stage(rec_header *h, const char *prog,
-			 const char *version, int argc, char *const argv[])
-{
-	struct strbuf b = { 0 };
-	int err;
-
-	if (h == NULL || prog == NULL || version == NULL || argc < 0 ||
-	    (argc > 0 && argv == NULL))
-		return REC_E_INVAL;
-	sb_str(&b, prog);
-	sb_str(&b, " ");
-	sb_str(&b, version);
-	sb_str(&b, "\t");
-	for (int i = 0; i < argc; i++) {
-		if (i > 0)
-			sb_str(&b, " ");
-		sb_shell_quote(&b, argv[i] ? argv[i] : "");
-	}
-	if (b.err)
-		err = REC_E_NOMEM;
-	else
-		err = rec_header_add(h, "stage", b.s);
-	free(b.s);
-	return err;
-}
-
-/* Bytes of the serialised pairs, or 0 with *err set when too big. */
-static size_t header_meta_size(const rec_header *h)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < h->n; i++)
-		n += strlen(h->v[i].key) + strlen(h->v[i].value) + 2;
-	return n;
-}
-
-static void header_serialise(const rec_header *h, unsigned char *p)
-{
-	for (size_t i = 0; i < h->n; i++) {
-		size_t kl = strlen(h->v[i].key) + 1;
-		size_t vl = strlen(h->v[i].value) + 1;
-
-		memcpy(p, h->v[i].key, kl);
-		p += kl;
-		memcpy(p, h->v[i].value, vl);
-		p += vl;
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Record headers and item metadata */
-
-struct rhdr {
-	unsigned type, flags, version, reserved;
-	uint32_t meta_len, data_len, raw_len, crc;
-};
-
-static void rhdr_put(unsigned char *p, const struct rhdr *h)
-{
-	memcpy(p, REC_MAGIC, 4);
-	p[4] = (unsigned char)h->type;
-	p[5] = (unsigned char)h->flags;
-	p[6] = (unsigned char)h->version;
-	p[7] = (unsigned char)h->reserved;
-	put32(p + 8, h->meta_len);
-	put32(p + 12, h->data_len);
-	put32(p + 16, h->raw_len);
-	put32(p + 20, h->crc);
-}
-
-static void rhdr_get(const unsigned char *p, struct rhdr *h)
-{
-	h->type = p[4];
-	h->flags = p[5];
-	h->version = p[6];
-	h->reserved = p[7];
-	h->meta_len = get32(p + 8);
-	h->data_len = get32(p + 12);
-	h->raw_len = get32(p + 16);
-	h->crc = get32(p + 20);
-}
-
-/* Bytes of a data record's metadata: the fixed part, the key, and for a
- * windows record its window fields. */
-static size_t item_meta_size(const rec_item *it)
-{
-	return REC_ITEM_META_SIZE + it->key_len +
-	       (it->type == REC_T_WINDOWS ? REC_WINDOWS_META_SIZE : 0);
-}
+/* Item metadata */
 
 static void item_meta_put(unsigned char *p, const rec_item *it)
 {
@@ -587,179 +84,6 @@ static void item_meta_get(const unsigned char *p, rec_item *it)
 	it->key_len = get16(p + 38);
 	it->dim0 = get32(p + 40);
 	it->dim1 = get32(p + 44);
-}
-
-/* The payload size that dims and dtype imply, or UINT64_MAX on overflow. */
-static uint64_t item_raw_size(const rec_item *it)
-{
-	uint64_t n;
-
-	if (__builtin_mul_overflow((uint64_t)it->dim0, (uint64_t)it->dim1,
-				   &n) ||
-	    __builtin_mul_overflow(n, (uint64_t)rec_dtype_size(it->dtype), &n))
-		return UINT64_MAX;
-	return n;
-}
-
-uint32_t rec_item_last_segment(const rec_item *it)
-{
-	if (it->type == REC_T_WINDOWS && it->n_windows > 0)
-		return it->segment + (it->n_windows - 1);
-	return it->segment;
-}
-
-/* Why a windows record's description does not fit its samples, or NULL.
- * Every window starts inside the payload; without REC_WIN_PAD every
- * window ends inside it too; segment indices do not wrap. */
-static const char *windows_check(const rec_item *it, char *buf, size_t size)
-{
-	uint64_t last_start, n = it->dim0;
-
-	if (it->win_len == 0 || it->win_hop == 0 || it->n_windows == 0) {
-		snprintf(buf, size, "windows record with window length %"
-			 PRIu32 ", hop %" PRIu32 " and %" PRIu32 " windows "
-			 "(none may be 0)", it->win_len, it->win_hop,
-			 it->n_windows);
-		return buf;
-	}
-	if (it->win_flags & ~REC_WIN_PAD) {
-		snprintf(buf, size, "unknown windows flags 0x%" PRIx32,
-			 it->win_flags);
-		return buf;
-	}
-	if (it->n_windows - 1 > UINT32_MAX - it->segment) {
-		snprintf(buf, size, "%" PRIu32 " windows from segment %"
-			 PRIu32 " run past segment index 2^32 - 1",
-			 it->n_windows, it->segment);
-		return buf;
-	}
-	last_start = (uint64_t)(it->n_windows - 1) * it->win_hop;
-	if (last_start >= n || (!(it->win_flags & REC_WIN_PAD) &&
-				last_start + it->win_len > n)) {
-		snprintf(buf, size, "%" PRIu32 " windows of %" PRIu32
-			 " every %" PRIu32 " do not fit %" PRIu64
-			 " samples%s", it->n_windows, it->win_len,
-			 it->win_hop, n, it->win_flags & REC_WIN_PAD ? ""
-			 : " (and the pad flag is clear)");
-		return buf;
-	}
-	return NULL;
-}
-
-int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad)
-{
-	size_t frame, have;
-	uint64_t start;
-
-	if (w == NULL || out == NULL || w->type != REC_T_WINDOWS ||
-	    i >= w->n_windows)
-		return REC_E_INVAL;
-	frame = rec_dtype_size(w->dtype) * w->dim1;
-	start = (uint64_t)i * w->win_hop;
-	if (start >= w->dim0 || (start + w->win_len > w->dim0 && pad == NULL))
-		return REC_E_INVAL;
-	*out = *w;
-	out->type = REC_T_AUDIO;
-	out->offset = w->offset + start;
-	out->segment = w->segment + i;
-	out->dim0 = w->win_len;
-	out->data_len = (size_t)w->win_len * frame;
-	out->win_len = out->win_hop = out->n_windows = out->win_flags = 0;
-	out->data = (const char *)w->data + start * frame;
-	if (start + w->win_len <= w->dim0)
-		return REC_OK;
-	have = (size_t)(w->dim0 - start) * frame;
-	memcpy(pad, out->data, have);
-	memset((char *)pad + have, 0, out->data_len - have);
-	out->data = pad;
-	return REC_OK;
-}
-
-int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
-		    int (*fn)(const rec_item *window, void *arg), void *arg)
-{
-	size_t need;
-	rec_item win;
-	int err;
-
-	if (w == NULL || pad == NULL || pad_cap == NULL || fn == NULL ||
-	    w->type != REC_T_WINDOWS)
-		return REC_E_INVAL;
-	need = (size_t)w->win_len * rec_dtype_size(w->dtype) * w->dim1;
-	if (need > *pad_cap) {
-		void *np = realloc(*pad, need);
-
-		if (np == NULL)
-			return REC_E_NOMEM;
-		*pad = np;
-		*pad_cap = need;
-	}
-	for (uint32_t i = 0; i < w->n_windows; i++) {
-		if ((err = rec_window(w, i, &win, *pad)) != REC_OK)
-			return err;
-		if ((err = fn(&win, arg)) != 0)
-			return err;
-	}
-	return REC_OK;
-}
-
-/*
- * The rules a data record's fields must follow, apart from lengths:
- * returns NULL when it is fine, else the reason (written into buf when it
- * needs numbers). data_len is the uncompressed payload length.
- */
-static const char *item_check(const rec_item *it, uint64_t data_len,
-			      char *buf, size_t size)
-{
-	if (it->split < 0 || it->split > REC_SPLIT_TESTING) {
-		snprintf(buf, size, "invalid split %d", it->split);
-		return buf;
-	}
-	if (it->key && memchr(it->key, '\0', it->key_len))
-		return "key contains a NUL byte";
-	if (it->type == REC_T_SKIPPED) {
-		if (it->dtype != 0 || it->dim0 != 0 || it->dim1 != 0) {
-			snprintf(buf, size, "skipped record with dtype %d "
-				 "and dims %" PRIu32 "x%" PRIu32
-				 " (must be 0)", it->dtype, it->dim0,
-				 it->dim1);
-			return buf;
-		}
-		return NULL;
-	}
-	if (rec_dtype_size(it->dtype) == 0) {
-		snprintf(buf, size, "invalid dtype %d", it->dtype);
-		return buf;
-	}
-	if (item_raw_size(it) != data_len) {
-		snprintf(buf, size, "payload of %" PRIu64 " bytes does not "
-			 "match %" PRIu32 "x%" PRIu32 " %s", data_len,
-			 it->dim0, it->dim1, rec_dtype_name(it->dtype));
-		return buf;
-	}
-	if (it->type == REC_T_WINDOWS)
-		return windows_check(it, buf, size);
-	return NULL;
-}
-
-/* Records of one clip are consecutive with increasing segment index,
- * clips come in increasing order. (Not offset: windows of overlapping
- * parent windows, from two segment stages in a row, go back in offset.)
- * NULL when (clip, segment) may follow the previous record, else the
- * reason. */
-static const char *order_check(int have_prev, uint64_t pclip, uint32_t pseg,
-			       const rec_item *it, char *buf, size_t size)
-{
-	if (!have_prev)
-		return NULL;
-	if (it->clip < pclip || (it->clip == pclip && it->segment <= pseg)) {
-		snprintf(buf, size, "clip %" PRIu64 " segment %" PRIu32
-			 " after clip %" PRIu64 " segment %" PRIu32
-			 " (records must be in clip and segment order)",
-			 it->clip, it->segment, pclip, pseg);
-		return buf;
-	}
-	return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1458,7 +782,7 @@ static int rd_pairs(rec_reader *r, const unsigned char *meta, size_t len,
 		const char *k = p, *v;
 		size_t kl = strlen(k), vl;
 
-		if (!key_valid(k, kl))
+		if (!rec_key_valid(k, kl))
 			return rd_fail(r, REC_E_FORMAT, "header pair %zu has "
 				       "an invalid key (not [a-z0-9_]+)",
 				       npairs);
@@ -1467,7 +791,7 @@ static int rd_pairs(rec_reader *r, const unsigned char *meta, size_t len,
 			return rd_fail(r, REC_E_FORMAT, "header key '%s' has "
 				       "no value", k);
 		vl = strlen(v);
-		if (into && header_append(into, k, kl, v, vl))
+		if (into && rec_header_append(into, k, kl, v, vl))
 			return rd_fail(r, REC_E_NOMEM, "out of memory");
 		p = v + vl + 1;
 		npairs++;
@@ -1539,7 +863,7 @@ static int rd_check_item(rec_reader *r, const unsigned char *meta,
 	if (h->meta_len < REC_ITEM_META_SIZE)
 		return rd_fail(r, REC_E_FORMAT, "%s record with %" PRIu32
 			       " bytes of metadata (at least %u)",
-			       type_name((int)h->type), h->meta_len,
+			       rec_type_name((int)h->type), h->meta_len,
 			       REC_ITEM_META_SIZE);
 	memset(it, 0, sizeof(*it));
 	it->type = (int)h->type;
@@ -1559,7 +883,7 @@ static int rd_check_item(rec_reader *r, const unsigned char *meta,
 		it->n_windows = get32(wf + 8);
 		it->win_flags = get32(wf + 12);
 	}
-	bad = item_check(it, h->raw_len, why, sizeof(why));
+	bad = rec_item_check(it, h->raw_len, why, sizeof(why));
 	if (bad)
 		return rd_fail(r, REC_E_FORMAT, "%s", bad);
 	return REC_OK;
@@ -1657,8 +981,9 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 			  const unsigned char *data, rec_item *it)
 {
 	char why[256];
-	const char *bad = order_check(r->have_prev, r->prev_clip,
-				      r->prev_segment, it, why, sizeof(why));
+	const char *bad = rec_order_check(r->have_prev, r->prev_clip,
+					  r->prev_segment, it, why,
+					  sizeof(why));
 
 	if (bad)
 		return rd_fail(r, REC_E_ORDER, "%s", bad);
@@ -1672,7 +997,7 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 		   : rd_align(it, (unsigned char *)data);
 	r->have_prev = 1;
 	r->prev_clip = it->clip;
-	r->prev_segment = rec_item_last_segment(it);
+	r->prev_segment = item_last_segment(it);
 	r->ndata++;
 	if (h->type == REC_T_SKIPPED)
 		r->nskipped++;
@@ -1698,7 +1023,7 @@ static int rd_record(rec_reader *r, rec_item *it)
 	/* Where a record may be is checked before what it holds. */
 	if (r->nrec == 0 && h.type != REC_T_HEADER)
 		return rd_fail(r, REC_E_ORDER, "the first record is of type "
-			       "%s, not a header", type_name((int)h.type));
+			       "%s, not a header", rec_type_name((int)h.type));
 	if (r->nrec > 0 && h.type == REC_T_HEADER)
 		return rd_fail(r, REC_E_ORDER, "a second header record");
 	if (h.type == REC_T_HEADER)
@@ -2363,10 +1688,10 @@ static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
 	if (data_len > UINT32_MAX)
 		return wr_fail(w, REC_E_TOOBIG, "payload of %zu bytes (at "
 			       "most 4 GiB - 1)", data_len);
-	bad = item_check(it, data_len, why, sizeof(why));
+	bad = rec_item_check(it, data_len, why, sizeof(why));
 	if (!bad)
-		bad = order_check(w->have_prev, w->prev_clip, w->prev_segment,
-				  it, why, sizeof(why));
+		bad = rec_order_check(w->have_prev, w->prev_clip,
+				      w->prev_segment, it, why, sizeof(why));
 	if (bad)
 		return wr_fail(w, REC_E_INVAL, "%s", bad);
 	return REC_OK;
@@ -2381,7 +1706,7 @@ static void wr_count(rec_writer *w, const rec_item *it)
 		w->nitems++;
 	w->have_prev = 1;
 	w->prev_clip = it->clip;
-	w->prev_segment = rec_item_last_segment(it);
+	w->prev_segment = item_last_segment(it);
 	w->key_hint = item_meta_size(it) - REC_ITEM_META_SIZE;
 }
 
@@ -2444,7 +1769,7 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 			      : "no header");
 		goto out;
 	}
-	msize = header_meta_size(hdr);
+	msize = rec_header_meta_size(hdr);
 	if (msize > REC_MAX_META) {
 		err = wr_fail(w, REC_E_TOOBIG, "header of %zu bytes over the "
 			      "cap of %u", msize, REC_MAX_META);
@@ -2455,7 +1780,7 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 		err = wr_fail(w, REC_E_NOMEM, "out of memory");
 		goto out;
 	}
-	header_serialise(hdr, meta);
+	rec_header_serialise(hdr, meta);
 	xio_grow_pipe(fd);
 	if (opts && opts->write_behind &&
 	    (w->wb = wb_new(w, w->mapped ? opts->zero_copy : 0)) == NULL) {
