@@ -1,64 +1,32 @@
 /*
- * rec.c - the writer of record streams (formats/record.md) and its
- * write-behind thread: gathers records in a large buffer and writes it
- * in one call, checking each record as a reader would.
+ * rec_write.c - the writer of record streams (formats/record.md):
+ * gathers records in a large buffer and writes it in one call, checking
+ * each record as a reader would.
  *
  * Streams carry gigabytes: payloads larger than the buffer go to
  * writev(2) beside it instead of being copied, a producer may compute a
- * payload in place (rec_write_reserve/commit), and each record's CRC is
- * computed once (or combined from a payload CRC the caller has).
- * Reserved payloads start 16-byte aligned and move into place at commit,
- * a copy of bytes just touched.
+ * payload in place (rec_write_reserve/commit), each record's CRC is
+ * computed once (or combined from a payload CRC the caller has), and with
+ * write_behind the buffers go to a thread of the writer's own
+ * (writebehind.h). Reserved payloads start 16-byte aligned and move into
+ * place at commit, a copy of bytes just touched.
  */
 #include "rec.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "crc32c.h"
 #include "rec_int.h"
+#include "writebehind.h"
 #include "xio.h"
-
-/* ------------------------------------------------------------------ */
-/* Item metadata */
-
-static void item_meta_put(unsigned char *p, const rec_item *it)
-{
-	put64(p, it->clip);
-	put64(p + 8, it->offset);
-	put64(p + 16, it->clip_samples);
-	put32(p + 24, it->segment);
-	put32(p + 28, (uint32_t)it->label);
-	put32(p + 32, it->sample_rate);
-	p[36] = (unsigned char)it->split;
-	p[37] = (unsigned char)it->dtype;
-	put16(p + 38, (uint16_t)it->key_len);
-	put32(p + 40, it->dim0);
-	put32(p + 44, it->dim1);
-	memcpy(p + 48, it->key, it->key_len);
-	if (it->type == REC_T_WINDOWS) {
-		p += 48 + it->key_len;
-		put32(p, it->win_len);
-		put32(p + 4, it->win_hop);
-		put32(p + 8, it->n_windows);
-		put32(p + 12, it->win_flags);
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Writer */
 
 struct rec_writer {
 	int fd;
@@ -90,301 +58,12 @@ struct rec_writer {
 	int finished;
 	int state;              /* REC_OK or sticky error */
 	char detail[DETAIL_SIZE];
-	struct writebehind *wb; /* NULL: write(2) in wr_flush */
-	int mapped;             /* buffers come from mmap (zero copy) */
+	struct writebehind *wb; /* NULL: write(2) in wr_flush, and buf is
+				   the writer's; else buf is the ring's */
 	int have_data_crc;      /* rec_write_crc(): the payload's CRC is */
 	uint32_t data_crc;      /* known, the record's needs no pass */
 	double t_wait;          /* rec_writer_wait() */
 };
-
-/* Output buffers: mmap'ed ones for vmsplice, whose pages a pipe may still
- * hold when the writer is done with them (munmap leaves them to the pipe,
- * free would hand them to the next malloc), else malloc'ed. Sizes are
- * rounded up to whole pages in the first case; *cap says the size. */
-static unsigned char *wr_buf_alloc(int mapped, size_t *cap)
-{
-	void *p;
-
-	if (!mapped)
-		return malloc(*cap);
-	*cap = (*cap + 4095) & ~(size_t)4095;
-	/* populated now: the ring's memory is the same from the first
-	 * record, however much of it a short stream would touch */
-	p = mmap(NULL, *cap, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static void wr_buf_free(int mapped, unsigned char *p, size_t cap)
-{
-	if (!mapped)
-		free(p);
-	else if (p)
-		munmap(p, cap);
-}
-
-/* ------------------------------------------------------------------ */
-/* Write-behind
- *
- * n buffers in a ring: the caller fills one (w->buf), hands it to the
- * thread when it is full and goes on in the next free one; the thread
- * writes them in order. The first write error is kept and every later
- * buffer dropped; the caller sees the error at its next flush.
- *
- * Zero copy: when the output is a pipe whose readers are this suite's
- * programs, which read(2) what they get, the thread hands buffers to the
- * pipe with vmsplice(2) instead of write(2): the pipe then holds our
- * pages, not a copy, so a buffer stays out of use (WB_INPIPE) until the
- * reader has read past its end, which the pipe's count of unread bytes
- * tells. A pipe moves about 3 GB/s with write(2) and read(2), 10 GB/s
- * with vmsplice(2) and read(2) (../shared/MEASUREMENTS.md).
- */
-
-#define WB_SLOTS_MAX 6
-#define WB_SLOTS 3      /* without zero copy */
-#define WB_SLOTS_ZC 6   /* with: two or three may sit in the pipe */
-#define ZC_CHECKS 12    /* reader checks: at buffers 0, 1, 2, 4, ... */
-
-enum { WB_FREE, WB_QUEUED, WB_INPIPE };
-
-/* The programs whose reading makes vmsplice safe: every stage reads its
- * input with read(2) through this library. */
-static const char *const suite_progs[] = {
-	"wavcat", "segment", "gpumel", "h5pack", "recdump", NULL
-};
-
-struct writebehind {
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	int n;                  /* slots in the ring */
-	unsigned char *mem[WB_SLOTS_MAX];
-	size_t cap[WB_SLOTS_MAX], len[WB_SLOTS_MAX];
-	uint64_t end[WB_SLOTS_MAX]; /* WB_INPIPE: stream position after it */
-	int state[WB_SLOTS_MAX];
-	int cur;                /* the slot w->buf is */
-	int queued;             /* slots waiting or being written */
-	int err;                /* first write error, -errno */
-	int stop, started, fd;
-	int zc;                 /* 0 off, 1 when the readers allow, 2 on */
-	int mapped;             /* mem[] from mmap: munmap them */
-	int zc_on;              /* vmsplice in use */
-	unsigned zc_checks;     /* reader checks done */
-	uint64_t nbuf;          /* buffers written */
-	uint64_t pos;           /* bytes handed to fd */
-	uint64_t spliced;       /* of them with vmsplice */
-};
-
-/* Whether to vmsplice buffer number nbuf: checks the pipe's readers at
- * buffers 0, 1, 2, 4, 8, ... (a reader may not have started its program
- * yet at first) until they pass or ZC_CHECKS checks failed. */
-static int wb_zero_copy(struct writebehind *wb)
-{
-	uint64_t k = wb->nbuf;
-
-	if (wb->zc_on || wb->zc == 0)
-		return wb->zc_on;
-	if (wb->zc == 2)
-		return wb->zc_on = 1;
-	if (wb->zc_checks >= ZC_CHECKS || (k > 2 && (k & (k - 1))))
-		return 0;
-	wb->zc_checks++;
-	return wb->zc_on = xio_pipe_readers_are(wb->fd, suite_progs) == 1;
-}
-
-/* vmsplices slot i; where the system refuses vmsplice itself (a
- * sandbox, an old kernel), writes the rest and the stream goes on
- * without zero copy (*zc = 0 when nothing of slot i is in the pipe by
- * reference). */
-static int wb_splice(struct writebehind *wb, int i, int *zc)
-{
-	size_t done;
-	int e = xio_vmsplice_all(wb->fd, wb->mem[i], wb->len[i], &done);
-
-	if (e != -EINVAL && e != -ENOSYS && e != -EOPNOTSUPP)
-		return e;
-	wb->zc = 0;
-	wb->zc_on = 0;
-	*zc = done > 0;
-	return xio_write_all(wb->fd, wb->mem[i] + done, wb->len[i] - done);
-}
-
-static void *wb_main(void *arg)
-{
-	struct writebehind *wb = arg;
-
-	for (int i = 0;; i = (i + 1) % wb->n) {
-		int err, e = 0, zc = 0;
-
-		pthread_mutex_lock(&wb->mu);
-		while (wb->state[i] != WB_QUEUED && !wb->stop)
-			pthread_cond_wait(&wb->cond, &wb->mu);
-		if (wb->state[i] != WB_QUEUED) { /* stop, nothing left */
-			pthread_mutex_unlock(&wb->mu);
-			return NULL;
-		}
-		err = wb->err;
-		pthread_mutex_unlock(&wb->mu);
-		if (!err && (zc = wb_zero_copy(wb)))
-			e = wb_splice(wb, i, &zc);
-		else if (!err)
-			e = xio_write_all(wb->fd, wb->mem[i], wb->len[i]);
-		pthread_mutex_lock(&wb->mu);
-		if (e && !wb->err)
-			wb->err = e;
-		wb->nbuf++;
-		wb->pos += wb->len[i];
-		wb->state[i] = WB_FREE;
-		if (zc && !e) {
-			wb->spliced += wb->len[i];
-			wb->end[i] = wb->pos;
-			wb->state[i] = WB_INPIPE;
-		}
-		wb->queued--;
-		pthread_cond_broadcast(&wb->cond);
-		pthread_mutex_unlock(&wb->mu);
-	}
-}
-
-/* Called with wb->mu held, slot i in the pipe: waits until the reader has
- * read past its end (or the output failed: nothing will read it then),
- * and frees it. The unread count includes a vmsplice still under way
- * whose bytes pos does not count yet, so the estimate of what was read
- * errs on the safe side. */
-static void wb_wait_read(struct writebehind *wb, int i)
-{
-	long nap = 20000; /* ns, doubled up to 1 ms while nothing moves */
-	long last = -1;
-
-	while (wb->state[i] == WB_INPIPE) {
-		long unread = xio_pipe_unread(wb->fd);
-		struct pollfd pfd = { .fd = wb->fd, .events = POLLOUT };
-
-		if (last >= 0 && unread < last)
-			nap = 20000; /* the reader moves: look again soon */
-		last = unread;
-		/* unread may exceed pos while a vmsplice is under way */
-		if (wb->err || unread < 0 || (wb->pos >= (uint64_t)unread &&
-		    wb->pos - (uint64_t)unread >= wb->end[i])) {
-			wb->state[i] = WB_FREE;
-			break;
-		}
-		pthread_mutex_unlock(&wb->mu);
-		/* A full pipe wakes us when the reader takes something;
-		 * otherwise the reader is inside our buffer: look again
-		 * soon. A reader gone (POLLERR) reads nothing more: the
-		 * error the next write would get. */
-		if (poll(&pfd, 1, 0) == 0) {
-			poll(&pfd, 1, 10);
-		} else if (!(pfd.revents & (POLLERR | POLLHUP))) {
-			nanosleep(&(struct timespec){ .tv_nsec = nap }, NULL);
-			nap = nap < 500000 ? nap * 2 : 1000000;
-		}
-		pthread_mutex_lock(&wb->mu);
-		if ((pfd.revents & (POLLERR | POLLHUP)) && !wb->err)
-			wb->err = -EPIPE;
-	}
-}
-
-/* Waits until every queued buffer is written; the first error or 0. */
-static int wb_drain(struct writebehind *wb)
-{
-	int err;
-
-	pthread_mutex_lock(&wb->mu);
-	while (wb->queued)
-		pthread_cond_wait(&wb->cond, &wb->mu);
-	err = wb->err;
-	pthread_mutex_unlock(&wb->mu);
-	return err;
-}
-
-static void wb_free(struct writebehind *wb)
-{
-	if (wb == NULL)
-		return;
-	if (wb->started) {
-		wb_drain(wb);
-		pthread_mutex_lock(&wb->mu);
-		wb->stop = 1;
-		pthread_cond_broadcast(&wb->cond);
-		pthread_mutex_unlock(&wb->mu);
-		pthread_join(wb->thread, NULL);
-	}
-	pthread_cond_destroy(&wb->cond);
-	pthread_mutex_destroy(&wb->mu);
-	for (int i = 0; i < wb->n; i++)
-		wr_buf_free(wb->mapped, wb->mem[i], wb->cap[i]);
-	free(wb);
-}
-
-/* The ring, with w->buf as its first slot; NULL with errno on failure.
- * zc: see struct writebehind (w->buf is mmap'ed when it is not 0). */
-static struct writebehind *wb_new(rec_writer *w, int zc)
-{
-	struct writebehind *wb = calloc(1, sizeof(*wb));
-	int e;
-
-	if (wb == NULL)
-		return NULL;
-	wb->fd = w->fd;
-	wb->zc = zc;
-	wb->mapped = zc != 0;
-	wb->n = zc ? WB_SLOTS_ZC : WB_SLOTS;
-	pthread_mutex_init(&wb->mu, NULL);
-	pthread_cond_init(&wb->cond, NULL);
-	for (int i = 1; i < wb->n; i++) {
-		wb->cap[i] = w->cap;
-		if ((wb->mem[i] = wr_buf_alloc(wb->mapped, &wb->cap[i])) ==
-		    NULL) {
-			wb_free(wb);
-			errno = ENOMEM;
-			return NULL;
-		}
-	}
-	if ((e = pthread_create(&wb->thread, NULL, wb_main, wb))) {
-		wb_free(wb);
-		errno = e;
-		return NULL;
-	}
-	wb->started = 1;
-	wb->mem[0] = w->buf;    /* the ring owns it from now on */
-	wb->cap[0] = w->cap;
-	return wb;
-}
-
-/* Queues w->buf and makes the next free slot w->buf. */
-static int wb_submit(rec_writer *w)
-{
-	struct writebehind *wb = w->wb;
-	int next = (wb->cur + 1) % wb->n, err;
-
-	pthread_mutex_lock(&wb->mu);
-	wb->mem[wb->cur] = w->buf; /* a header may have grown it */
-	wb->cap[wb->cur] = w->cap;
-	wb->len[wb->cur] = w->len;
-	wb->state[wb->cur] = WB_QUEUED;
-	wb->queued++;
-	pthread_cond_broadcast(&wb->cond);
-	if (wb->state[next] != WB_FREE) {
-		double t0 = mono_now();
-
-		while (wb->state[next] != WB_FREE) {
-			if (wb->state[next] == WB_INPIPE)
-				wb_wait_read(wb, next);
-			else
-				pthread_cond_wait(&wb->cond, &wb->mu);
-		}
-		w->t_wait += mono_now() - t0;
-	}
-	err = wb->err;
-	pthread_mutex_unlock(&wb->mu);
-	wb->cur = next;
-	w->buf = wb->mem[next];
-	w->cap = wb->cap[next];
-	w->len = 0;
-	return err;
-}
 
 __attribute__((format(printf, 3, 4)))
 static int wr_fail(rec_writer *w, int err, const char *fmt, ...)
@@ -414,9 +93,11 @@ static int wr_flush(rec_writer *w)
 	int e;
 
 	if (w->len == 0)
-		return w->wb && (e = w->wb->err) ? wr_io(w, e) : REC_OK;
+		return w->wb && (e = wb_status(w->wb, NULL)) ? wr_io(w, e)
+		       : REC_OK;
 	if (w->wb) {
-		e = wb_submit(w);
+		e = wb_submit(w->wb, w->len, &w->t_wait);
+		w->buf = wb_buf(w->wb, &w->cap);
 	} else {
 		double t0 = mono_now();
 
@@ -489,14 +170,53 @@ static int wr_flush_with(rec_writer *w, const void *data, size_t len)
 	err = xio_writev_all(w->fd, iov, 2);
 	w->t_wait += mono_now() - t0;
 	w->len = 0;
-	if (w->wb && !err) {
-		/* in the pipe after the buffers: counted, so that what the
-		 * reader has read is not underestimated */
-		pthread_mutex_lock(&w->wb->mu);
-		w->wb->pos += len;
-		pthread_mutex_unlock(&w->wb->mu);
-	}
+	if (w->wb && !err)
+		wb_wrote(w->wb, len);
 	return err ? wr_io(w, err) : REC_OK;
+}
+
+/* Makes the buffer being filled at least cap bytes, keeping its
+ * contents. */
+static int wr_grow(rec_writer *w, size_t cap)
+{
+	unsigned char *nb;
+
+	if (w->wb) {
+		nb = wb_grow(w->wb, w->len, &cap);
+	} else if ((nb = malloc(cap)) != NULL) {
+		memcpy(nb, w->buf, w->len);
+		free(w->buf);
+	}
+	if (nb == NULL)
+		return wr_fail(w, REC_E_NOMEM, "out of memory");
+	w->buf = nb;
+	w->cap = cap;
+	return REC_OK;
+}
+
+/* Writes the metadata of the data record it, item_meta_size(it) bytes,
+ * at p. */
+static void item_meta_put(unsigned char *p, const rec_item *it)
+{
+	put64(p, it->clip);
+	put64(p + 8, it->offset);
+	put64(p + 16, it->clip_samples);
+	put32(p + 24, it->segment);
+	put32(p + 28, (uint32_t)it->label);
+	put32(p + 32, it->sample_rate);
+	p[36] = (unsigned char)it->split;
+	p[37] = (unsigned char)it->dtype;
+	put16(p + 38, (uint16_t)it->key_len);
+	put32(p + 40, it->dim0);
+	put32(p + 44, it->dim1);
+	memcpy(p + 48, it->key, it->key_len);
+	if (it->type == REC_T_WINDOWS) {
+		p += 48 + it->key_len;
+		put32(p, it->win_len);
+		put32(p + 4, it->win_hop);
+		put32(p + 8, it->n_windows);
+		put32(p + 12, it->win_flags);
+	}
 }
 
 /*
@@ -515,18 +235,10 @@ static int wr_emit(rec_writer *w, struct rhdr *h, const rec_item *it,
 
 	if (total > w->cap - w->len && (err = wr_flush(w)))
 		return err;
-	if (head > w->cap) {
-		/* Only a stream header bigger than the buffer gets here. */
-		size_t ncap = head;
-		unsigned char *nb = wr_buf_alloc(w->mapped, &ncap);
-
-		if (nb == NULL)
-			return wr_fail(w, REC_E_NOMEM, "out of memory");
-		memcpy(nb, w->buf, w->len);
-		wr_buf_free(w->mapped, w->buf, w->cap);
-		w->buf = nb;
-		w->cap = ncap;
-	}
+	/* A head larger than a buffer: a large stream header, or a long key
+	 * in a small buffer. */
+	if (head > w->cap && (err = wr_grow(w, head)))
+		return err;
 	p = w->buf + w->len;
 	if (it)
 		item_meta_put(p + REC_HDR_SIZE, it);
@@ -649,13 +361,30 @@ static int wr_item(rec_writer *w, const rec_item *it, const void *data,
 	return err;
 }
 
+/* Starts writing behind: the buffers are the ring's from now on. Zero
+ * copy only into a pipe. */
+static int wr_behind(rec_writer *w, const rec_writer_opts *opts)
+{
+	struct stat st;
+	int zc = opts->zero_copy && fstat(w->fd, &st) == 0 &&
+		 S_ISFIFO(st.st_mode) ? opts->zero_copy : 0;
+	int e = wb_new(&w->wb, w->fd, w->cap, zc);
+
+	if (e)
+		return wr_fail(w, e == -ENOMEM ? REC_E_NOMEM : REC_E_IO,
+			       "cannot start writing behind: %s",
+			       strerror(-e));
+	w->buf = wb_buf(w->wb, &w->cap);
+	return REC_OK;
+}
+
 int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 		    const rec_writer_opts *opts)
 {
 	rec_writer *w;
 	struct rhdr h = { 0 };
 	unsigned char *meta = NULL;
-	struct stat st;
+	int behind = opts && opts->write_behind;
 	size_t msize;
 	int err;
 
@@ -671,11 +400,10 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 		 : DEFAULT_BUFFER;
 	if (w->cap < 4096)
 		w->cap = 4096;
-	w->mapped = opts && opts->write_behind && opts->zero_copy &&
-		    fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
-	w->buf = wr_buf_alloc(w->mapped, &w->cap);
+	if (!behind)
+		w->buf = malloc(w->cap);
 	w->key_hint = 64;
-	if (w->name == NULL || w->buf == NULL) {
+	if (w->name == NULL || (!behind && w->buf == NULL)) {
 		err = wr_fail(w, REC_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -697,13 +425,8 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 	}
 	rec_header_serialise(hdr, meta);
 	xio_grow_pipe(fd);
-	if (opts && opts->write_behind &&
-	    (w->wb = wb_new(w, w->mapped ? opts->zero_copy : 0)) == NULL) {
-		err = wr_fail(w, errno == ENOMEM ? REC_E_NOMEM : REC_E_IO,
-			      "cannot start writing behind: %s",
-			      strerror(errno));
+	if (behind && (err = wr_behind(w, opts)))
 		goto out;
-	}
 	h.type = REC_T_HEADER;
 	h.meta_len = (uint32_t)msize;
 	err = wr_emit(w, &h, NULL, meta, NULL);
@@ -872,11 +595,8 @@ uint64_t rec_writer_spliced(const rec_writer *w)
 {
 	uint64_t n = 0;
 
-	if (w && w->wb) {
-		pthread_mutex_lock(&w->wb->mu);
-		n = w->wb->spliced;
-		pthread_mutex_unlock(&w->wb->mu);
-	}
+	if (w && w->wb)
+		wb_status(w->wb, &n);
 	return n;
 }
 
@@ -904,13 +624,10 @@ void rec_writer_close(rec_writer *w)
 {
 	if (w == NULL)
 		return;
-	if (w->wb) {
-		w->wb->mem[w->wb->cur] = w->buf;
-		w->wb->cap[w->wb->cur] = w->cap;
+	if (w->wb)
 		wb_free(w->wb); /* waits for what is queued, frees w->buf */
-	} else {
-		wr_buf_free(w->mapped, w->buf, w->cap);
-	}
+	else
+		free(w->buf);
 	free(w->name);
 	free(w->zbuf);
 	free(w->scratch);
