@@ -6,18 +6,28 @@
 #   make SAN=1 test-helpers     the same with sanitizers, in build/san
 
 HELPER_DIR := $(BUILD)/tests/helper
-HELPER_NAMES := test-crc32c test-half test-opt test-rec rec-copy rec-gen \
-	fuzz-rec
+HELPER_NAMES := test-crc32c test-half test-opt test-rec-header test-rec-item \
+	test-rec-read test-rec-write test-writebehind rec-copy rec-gen fuzz-rec
 HELPER_BIN := $(HELPER_NAMES:%=$(HELPER_DIR)/%)
 HELPER_TAP := $(HELPER_DIR)/tap.o
 
 test-helpers: $(HELPER_BIN) $(HELPER_DIR)/fuzz-decode
 
+# (the archive last: objects added below may need its members)
 $(HELPER_BIN): $(HELPER_DIR)/%: $(HELPER_DIR)/%.o $(HELPER_TAP) \
 		$(COMMON_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_zstd) -lm
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter-out $(LIB_A),$^) $(LIB_A) \
+		$(LIBS_zstd) -lm
+
+# The unit tests of the record streams share their fixtures
+# (rec-fixture.c); the reader's and the writer's, their round trips
+# (rec-round-trip.c).
+$(addprefix $(HELPER_DIR)/,test-rec-item test-rec-read test-rec-write \
+		test-writebehind): $(HELPER_DIR)/rec-fixture.o
+$(HELPER_DIR)/test-rec-read $(HELPER_DIR)/test-rec-write: \
+		$(HELPER_DIR)/rec-round-trip.o
 
 # LD_PRELOAD libraries, plain build only (a sanitizer runtime must be
 # loaded first): fault-io.so fails pwrite/fsync with EIO (t4005);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gpumel_rec.py - melpipe record streams in Python, for gpumel's tests.
 
-Written from formats/record.md alone (not from lib/rec.c), so that the tests
+Written from formats/record.md alone (not from lib/rec_*.c), so that the tests
 make gpumel's input and read its output without trusting the C library.
 
 As a module: crc32c(), Stream (write), read_stream(). As a program:

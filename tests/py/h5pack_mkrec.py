@@ -2,7 +2,7 @@
 """h5pack_mkrec.py - write and read melpipe record streams in Python.
 
 An implementation of formats/record.md made from the spec alone, independent
-of lib/rec.c, so the tests of segment and h5pack make their input and check
+of lib/rec_*.c, so the tests of segment and h5pack make their input and check
 their output without trusting the C library they are built on.
 
 As a module: crc32c(), write_stream(), read_stream(), to_f32() and the

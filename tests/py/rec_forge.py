@@ -29,7 +29,7 @@ stream on stdin, applies one change and writes the result to stdout.
     rec_forge.py recompress LEVEL         rewrite a valid stream with every
                                           payload zstd-compressed at LEVEL
                                           where that makes it smaller (0:
-                                          none), as lib/rec.c's writer does
+                                          none), as lib/rec_write.c does
 """
 
 import struct

@@ -5,7 +5,7 @@ It builds streams byte by byte (valid ones, and broken ones on purpose:
 every field can be overridden) and reads them with every check of the
 spec, in the spec's order, raising RecError with the record number (the
 header is record 0) and the byte offset of the record at fault. The C
-library (lib/rec.c) is tested against it: both must accept and refuse the
+library (lib/rec_*.c) is tested against it: both must accept and refuse the
 same streams, for the same reason, at the same record.
 
 Format version 2: windows records (type 6) describe windows of their
@@ -251,7 +251,7 @@ class Builder:
         if raw_frame:
             stored, flags = zstd_raw_frame(payload), F_ZSTD
         elif zstd_level and payload:
-            # as lib/rec.c does: keep the frame only when it is smaller
+            # as lib/rec_write.c does: keep the frame only when it is smaller
             z = zstd().compress(payload, zstd_level)
             if len(z) < len(payload):
                 stored, flags = z, F_ZSTD

@@ -252,7 +252,7 @@ static int fft_ok(cu_ctx *c, cufftResult r, const char *fmt, ...)
 	return -1;
 }
 
-/* Bytes of an element (lib/rec.c is not linked into the .so). */
+/* Bytes of an element (lib/rec_item.c is not linked into the .so). */
 static size_t dtype_size(int dtype)
 {
 	return dtype == REC_S16 || dtype == REC_F16 || dtype == REC_BF16 ? 2 :

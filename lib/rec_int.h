@@ -1,0 +1,176 @@
+/*
+ * rec_int.h - what lib/rec_*.c, readahead.c and writebehind.c share
+ * privately: the format's little-endian fields, sizes and caps, the fixed
+ * record header as a struct, and the item rules that the reader and the
+ * writer both apply. Not for tools/: their interface is rec.h.
+ *
+ * The helpers here run for every record on both sides, so they are static
+ * inline: splitting the library into files must not add a call per record.
+ */
+#ifndef MELPIPE_REC_INT_H
+#define MELPIPE_REC_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "rec.h"
+
+#define DEFAULT_BUFFER (1u << 20) /* reader's and writer's buffer */
+#define MAX_KEY 0xffffu           /* key_len is a 16-bit field */
+#define TRAILER_META 32u
+#define DETAIL_SIZE 1024
+#define REASON_SIZE 512
+#define PAYLOAD_ALIGN 16u         /* of payloads handed out, for typed access */
+#define ALIGN_UP(n) (((n) + PAYLOAD_ALIGN - 1) & ~(size_t)(PAYLOAD_ALIGN - 1))
+
+/* Seconds on the monotonic clock, for the wait timers. */
+static inline double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ */
+/* Little-endian fields */
+
+static inline uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static inline void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static inline void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ------------------------------------------------------------------ */
+/* The fixed record header (REC_HDR_SIZE bytes) */
+
+struct rhdr {
+	unsigned type, flags, version, reserved;
+	uint32_t meta_len, data_len, raw_len, crc;
+};
+
+static inline void rhdr_put(unsigned char *p, const struct rhdr *h)
+{
+	memcpy(p, REC_MAGIC, 4);
+	p[4] = (unsigned char)h->type;
+	p[5] = (unsigned char)h->flags;
+	p[6] = (unsigned char)h->version;
+	p[7] = (unsigned char)h->reserved;
+	put32(p + 8, h->meta_len);
+	put32(p + 12, h->data_len);
+	put32(p + 16, h->raw_len);
+	put32(p + 20, h->crc);
+}
+
+static inline void rhdr_get(const unsigned char *p, struct rhdr *h)
+{
+	h->type = p[4];
+	h->flags = p[5];
+	h->version = p[6];
+	h->reserved = p[7];
+	h->meta_len = get32(p + 8);
+	h->data_len = get32(p + 12);
+	h->raw_len = get32(p + 16);
+	h->crc = get32(p + 20);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names (rec_names.c) and header pairs (rec_header.c) */
+
+/* "audio", "windows", ...; "unknown" for a type the format lacks. */
+const char *rec_type_name(int type);
+
+/* 1 when the len bytes at k are a valid header key: [a-z0-9_]+. */
+int rec_key_valid(const char *k, size_t len);
+
+/* Appends a pair of len-delimited strings (they need not be terminated)
+ * to h. Returns REC_OK or REC_E_NOMEM. */
+int rec_header_append(rec_header *h, const char *k, size_t klen,
+		      const char *v, size_t vlen);
+
+/* Bytes of h's pairs serialised as the header record's metadata. */
+size_t rec_header_meta_size(const rec_header *h);
+
+/* Writes those rec_header_meta_size(h) bytes to p. */
+void rec_header_serialise(const rec_header *h, unsigned char *p);
+
+/* ------------------------------------------------------------------ */
+/* Item rules (rec_item.c) */
+
+/* Bytes of a data record's metadata: the fixed part, the key, and for a
+ * windows record its window fields. */
+static inline size_t item_meta_size(const rec_item *it)
+{
+	return REC_ITEM_META_SIZE + it->key_len +
+	       (it->type == REC_T_WINDOWS ? REC_WINDOWS_META_SIZE : 0);
+}
+
+/* rec_item_last_segment(), for the per-record paths. */
+static inline uint32_t item_last_segment(const rec_item *it)
+{
+	if (it->type == REC_T_WINDOWS && it->n_windows > 0)
+		return it->segment + (it->n_windows - 1);
+	return it->segment;
+}
+
+/*
+ * The rules a data record's fields must follow, apart from lengths:
+ * returns NULL when it is fine, else the reason (written into buf when it
+ * needs numbers). data_len is the uncompressed payload length.
+ */
+const char *rec_item_check(const rec_item *it, uint64_t data_len,
+			   char *buf, size_t size);
+
+/* The reason why (clip, segment) of it may not follow (pclip, pseg),
+ * written into buf; only for a record that may not. */
+const char *rec_order_refusal(uint64_t pclip, uint32_t pseg,
+			      const rec_item *it, char *buf, size_t size);
+
+/* Records of one clip are consecutive with increasing segment index,
+ * clips come in increasing order. (Not offset: windows of overlapping
+ * parent windows, from two segment stages in a row, go back in offset.)
+ * NULL when (clip, segment) may follow the previous record, else the
+ * reason. */
+static inline const char *rec_order_check(int have_prev, uint64_t pclip,
+					  uint32_t pseg, const rec_item *it,
+					  char *buf, size_t size)
+{
+	if (!have_prev || it->clip > pclip ||
+	    (it->clip == pclip && it->segment > pseg))
+		return NULL;
+	return rec_order_refusal(pclip, pseg, it, buf, size);
+}
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * rec_item.c - the rules of a data record: element sizes, what its type,
+ * dims and payload length must agree on, windows that must fit their
+ * samples, the clip and segment order of a stream; and windows records
+ * expanded into the audio records they describe.
+ *
+ * The reader and the writer apply the same rules (through rec_int.h), so
+ * a bad record is refused where it is made rather than where it is read.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rec.h"
+#include "rec_int.h"
+
+size_t rec_dtype_size(int dtype)
+{
+	switch (dtype) {
+	case REC_S16: return 2;
+	case REC_F32: return 4;
+	case REC_F16: return 2;
+	case REC_BF16: return 2;
+	}
+	return 0;
+}
+
+/* The payload size that dims and dtype imply, or UINT64_MAX on overflow. */
+static uint64_t item_raw_size(const rec_item *it)
+{
+	uint64_t n;
+
+	if (__builtin_mul_overflow((uint64_t)it->dim0, (uint64_t)it->dim1,
+				   &n) ||
+	    __builtin_mul_overflow(n, (uint64_t)rec_dtype_size(it->dtype), &n))
+		return UINT64_MAX;
+	return n;
+}
+
+uint32_t rec_item_last_segment(const rec_item *it)
+{
+	return item_last_segment(it);
+}
+
+/* Why a windows record's description does not fit its samples, or NULL.
+ * Every window starts inside the payload; without REC_WIN_PAD every
+ * window ends inside it too; segment indices do not wrap. */
+static const char *windows_check(const rec_item *it, char *buf, size_t size)
+{
+	uint64_t last_start, n = it->dim0;
+
+	if (it->win_len == 0 || it->win_hop == 0 || it->n_windows == 0) {
+		snprintf(buf, size, "windows record with window length %"
+			 PRIu32 ", hop %" PRIu32 " and %" PRIu32 " windows "
+			 "(none may be 0)", it->win_len, it->win_hop,
+			 it->n_windows);
+		return buf;
+	}
+	if (it->win_flags & ~REC_WIN_PAD) {
+		snprintf(buf, size, "unknown windows flags 0x%" PRIx32,
+			 it->win_flags);
+		return buf;
+	}
+	if (it->n_windows - 1 > UINT32_MAX - it->segment) {
+		snprintf(buf, size, "%" PRIu32 " windows from segment %"
+			 PRIu32 " run past segment index 2^32 - 1",
+			 it->n_windows, it->segment);
+		return buf;
+	}
+	last_start = (uint64_t)(it->n_windows - 1) * it->win_hop;
+	if (last_start >= n || (!(it->win_flags & REC_WIN_PAD) &&
+				last_start + it->win_len > n)) {
+		snprintf(buf, size, "%" PRIu32 " windows of %" PRIu32
+			 " every %" PRIu32 " do not fit %" PRIu64
+			 " samples%s", it->n_windows, it->win_len,
+			 it->win_hop, n, it->win_flags & REC_WIN_PAD ? ""
+			 : " (and the pad flag is clear)");
+		return buf;
+	}
+	return NULL;
+}
+
+int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad)
+{
+	size_t frame, have;
+	uint64_t start;
+
+	if (w == NULL || out == NULL || w->type != REC_T_WINDOWS ||
+	    i >= w->n_windows)
+		return REC_E_INVAL;
+	frame = rec_dtype_size(w->dtype) * w->dim1;
+	start = (uint64_t)i * w->win_hop;
+	if (start >= w->dim0 || (start + w->win_len > w->dim0 && pad == NULL))
+		return REC_E_INVAL;
+	*out = *w;
+	out->type = REC_T_AUDIO;
+	out->offset = w->offset + start;
+	out->segment = w->segment + i;
+	out->dim0 = w->win_len;
+	out->data_len = (size_t)w->win_len * frame;
+	out->win_len = out->win_hop = out->n_windows = out->win_flags = 0;
+	out->data = (const char *)w->data + start * frame;
+	if (start + w->win_len <= w->dim0)
+		return REC_OK;
+	have = (size_t)(w->dim0 - start) * frame;
+	memcpy(pad, out->data, have);
+	memset((char *)pad + have, 0, out->data_len - have);
+	out->data = pad;
+	return REC_OK;
+}
+
+int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
+		    int (*fn)(const rec_item *window, void *arg), void *arg)
+{
+	size_t need;
+	rec_item win;
+	int err;
+
+	if (w == NULL || pad == NULL || pad_cap == NULL || fn == NULL ||
+	    w->type != REC_T_WINDOWS)
+		return REC_E_INVAL;
+	need = (size_t)w->win_len * rec_dtype_size(w->dtype) * w->dim1;
+	if (need > *pad_cap) {
+		void *np = realloc(*pad, need);
+
+		if (np == NULL)
+			return REC_E_NOMEM;
+		*pad = np;
+		*pad_cap = need;
+	}
+	for (uint32_t i = 0; i < w->n_windows; i++) {
+		if ((err = rec_window(w, i, &win, *pad)) != REC_OK)
+			return err;
+		if ((err = fn(&win, arg)) != 0)
+			return err;
+	}
+	return REC_OK;
+}
+
+const char *rec_item_check(const rec_item *it, uint64_t data_len,
+			   char *buf, size_t size)
+{
+	if (it->split < 0 || it->split > REC_SPLIT_TESTING) {
+		snprintf(buf, size, "invalid split %d", it->split);
+		return buf;
+	}
+	if (it->key && memchr(it->key, '\0', it->key_len))
+		return "key contains a NUL byte";
+	if (it->type == REC_T_SKIPPED) {
+		if (it->dtype != 0 || it->dim0 != 0 || it->dim1 != 0) {
+			snprintf(buf, size, "skipped record with dtype %d "
+				 "and dims %" PRIu32 "x%" PRIu32
+				 " (must be 0)", it->dtype, it->dim0,
+				 it->dim1);
+			return buf;
+		}
+		return NULL;
+	}
+	if (rec_dtype_size(it->dtype) == 0) {
+		snprintf(buf, size, "invalid dtype %d", it->dtype);
+		return buf;
+	}
+	if (item_raw_size(it) != data_len) {
+		snprintf(buf, size, "payload of %" PRIu64 " bytes does not "
+			 "match %" PRIu32 "x%" PRIu32 " %s", data_len,
+			 it->dim0, it->dim1, rec_dtype_name(it->dtype));
+		return buf;
+	}
+	if (it->type == REC_T_WINDOWS)
+		return windows_check(it, buf, size);
+	return NULL;
+}
+
+const char *rec_order_refusal(uint64_t pclip, uint32_t pseg,
+			      const rec_item *it, char *buf, size_t size)
+{
+	snprintf(buf, size, "clip %" PRIu64 " segment %" PRIu32
+		 " after clip %" PRIu64 " segment %" PRIu32
+		 " (records must be in clip and segment order)",
+		 it->clip, it->segment, pclip, pseg);
+	return buf;
+}

@@ -1,0 +1,480 @@
+/*
+ * test-rec-read - unit tests of lib/rec_read.c: detection of every
+ * single-byte corruption and truncation, the reader's caps and errors,
+ * its rules for windows records (version bytes, descriptions, metadata
+ * length, order over a record's segments), streams dribbled through a
+ * pipe in small pieces. With --read-ahead they run again through the
+ * reading thread (lib/readahead.c), with round trips, payloads left
+ * unaligned, and a reader closed while its thread waits on a stalled
+ * pipe.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../lib/crc32c.h"
+#include "../../lib/rec.h"
+#include "rec-fixture.h"
+#include "rec-round-trip.h"
+#include "tap.h"
+
+/* Reads a stream from memory to its end; returns the final status. */
+static int read_all(const unsigned char *buf, size_t len, char *detail,
+		    size_t dsize, uint64_t max_data)
+{
+	int fd = temp_fd(), err;
+	rec_reader *r = NULL;
+	rec_item it;
+
+	if (write(fd, buf, len) != (ssize_t)len)
+		exit(99);
+	lseek(fd, 0, SEEK_SET);
+	err = rec_reader_open(&r, fd, &(rec_reader_opts){
+				      .name = "mem", .max_data = max_data,
+				      .read_ahead = g_ra });
+	while (err == REC_OK)
+		err = rec_read(r, &it);
+	if (detail)
+		snprintf(detail, dsize, "%s", rec_reader_detail(r));
+	rec_reader_close(r);
+	close(fd);
+	return err;
+}
+
+static void test_corruption(int level)
+{
+	size_t len;
+	unsigned char *s = small_stream(&len, level);
+	char detail[1024];
+	int undetected = 0, unexplained = 0, cut_ok = 0, cut_bad = 0;
+	static const unsigned char masks[] = { 0x01, 0x80, 0xff };
+
+	tap_is(read_all(s, len, NULL, 0, 0), REC_END, "zstd %d: the small "
+	       "stream is valid", level);
+	for (size_t i = 0; i < len; i++)
+		for (size_t m = 0; m < sizeof(masks); m++) {
+			int err;
+
+			s[i] ^= masks[m];
+			err = read_all(s, len, detail, sizeof(detail), 0);
+			s[i] ^= masks[m];
+			if (err >= 0) {
+				undetected++;
+				tap_diag("byte %zu ^ 0x%02x not detected", i,
+					 masks[m]);
+			} else if (strncmp(detail, "mem: record ", 12) != 0 ||
+				   !strstr(detail, " at byte ")) {
+				unexplained++;
+				tap_diag("byte %zu: '%s'", i, detail);
+			}
+		}
+	tap_is(undetected, 0, "zstd %d: every changed byte of %zu is "
+	       "detected", level, len);
+	tap_is(unexplained, 0, "zstd %d: and named with record and byte",
+	       level);
+	for (size_t cut = 0; cut < len; cut++) {
+		int err = read_all(s, cut, NULL, 0, 0);
+
+		cut_ok += err == REC_E_TRUNC;
+		cut_bad += err >= 0;
+	}
+	tap_is(cut_bad, 0, "zstd %d: no truncation passes", level);
+	tap_is(cut_ok, (int)len, "zstd %d: every truncation is REC_E_TRUNC",
+	       level);
+	free(s);
+}
+
+static void test_reader_errors(void)
+{
+	size_t len;
+	unsigned char *s = small_stream(&len, 0), *two;
+	char detail[1024];
+	int err;
+
+	err = read_all(s, len, detail, sizeof(detail), 100);
+	tap_is(err, REC_E_TOOBIG, "a payload over max_data is refused");
+	tap_ok(strstr(detail, "mem: record 1 at byte ") == detail ||
+	       strstr(detail, "mem: record 3 at byte ") == detail,
+	       "naming the record: %s", detail);
+
+	s[len - 70] ^= 0x10; /* the last data record's payload */
+	err = read_all(s, len, detail, sizeof(detail), 0);
+	s[len - 70] ^= 0x10;
+	tap_is(err, REC_E_CRC, "a flipped payload bit is a checksum error");
+	tap_ok(strstr(detail, ": checksum mismatch (stored 0x") != NULL &&
+	       strstr(detail, ", computed 0x") != NULL,
+	       "saying both checksums: %s", detail);
+
+	two = malloc(2 * len);
+	memcpy(two, s, len);
+	memcpy(two + len, s, len);
+	err = read_all(two, 2 * len, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_TRAILING, "two streams run together are refused");
+	tap_ok(strstr(detail, "another stream follows") != NULL, "saying "
+	       "so: %s", detail);
+	err = read_all(two, len + 1, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_TRAILING, "one byte after the trailer is refused");
+	free(two);
+
+	s[6] = 3; /* the header record's version */
+	err = read_all(s, len, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_VERSION, "a newer version is refused");
+	tap_ok(strstr(detail, ": format version 3 is newer than this "
+		      "reader's version 2") != NULL,
+	       "naming both versions: %s", detail);
+	free(s);
+
+	err = read_all((const unsigned char *)"", 0, detail, sizeof(detail),
+		       0);
+	tap_is(err, REC_E_TRUNC, "empty input is truncated");
+	err = read_all((const unsigned char *)"RIFF....WAVEfmt garbage here",
+		       28, detail, sizeof(detail), 0);
+	tap_is(err, REC_E_MAGIC, "garbage is not a stream");
+}
+
+/* Byte offset of record k of a well-framed stream in memory. */
+static size_t rec_at(const unsigned char *s, size_t len, size_t k)
+{
+	size_t p = 0;
+
+	while (k-- > 0 && p + REC_HDR_SIZE <= len)
+		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
+	return p;
+}
+
+/* Recomputes every record's CRC and the trailer's stream checksum after
+ * fields were changed on purpose, so that only the change is wrong. */
+static void restamp(unsigned char *s, size_t len)
+{
+	uint32_t stream = 0, crc;
+	unsigned char le[4];
+
+	for (size_t p = 0; p + REC_HDR_SIZE <= len;) {
+		size_t n = REC_HDR_SIZE + (size_t)le32(s + p + 8) +
+			   le32(s + p + 12);
+
+		if (s[p + 4] == REC_T_TRAILER)
+			put_le32(s + p + REC_HDR_SIZE + 24, stream);
+		memset(s + p + 20, 0, 4);
+		crc = crc32c(0, s + p, n);
+		put_le32(s + p + 20, crc);
+		if (s[p + 4] != REC_T_TRAILER) {
+			put_le32(le, crc);
+			stream = crc32c(stream, le, 4);
+		}
+		p += n;
+	}
+}
+
+/* A stream: header, a windows record (clip 0, segments 0..2, 80 s16
+ * frames, 40 every 20, key of 4 bytes), an audio record (clip 0,
+ * segment 4, key of 10 bytes), trailer. */
+static unsigned char *windows_stream(size_t *len)
+{
+	struct titem t[2];
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd();
+	unsigned char *s;
+
+	titem_windows(&t[0], REC_S16, 0, 0, 80, 1, 40, 20, 3, 0, 4);
+	titem_make(&t[1], REC_T_AUDIO, REC_S16, 0, 0, 10, 1, 10);
+	t[1].it.segment = 4;
+	rec_writer_open(&w, fd, h, NULL);
+	rec_write(w, &t[0].it);
+	rec_write(w, &t[1].it);
+	if (rec_writer_finish(w) != REC_OK)
+		exit(99);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, 2);
+	s = fd_bytes(fd, len);
+	close(fd);
+	return s;
+}
+
+/* One change to a copy of s (then restamped: the CRCs are right), read
+ * to its end: the code and the reason. */
+struct patch {
+	int rec;          /* record number */
+	size_t at;        /* byte offset in the record */
+	int width;        /* 1 or 4 bytes */
+	uint32_t value;
+	int err;          /* what reading to the end gives */
+	const char *why;  /* the reason, NULL for REC_END */
+	int fault;        /* the record refused minus rec */
+};
+
+static void check_patch(const unsigned char *s, size_t len,
+			const struct patch *pt)
+{
+	unsigned char *c = malloc(len);
+	char detail[1024], where[64];
+	size_t p = rec_at(s, len, (size_t)pt->rec) + pt->at;
+	int err;
+
+	memcpy(c, s, len);
+	if (pt->width == 1)
+		c[p] = (unsigned char)pt->value;
+	else
+		put_le32(c + p, pt->value);
+	restamp(c, len);
+	err = read_all(c, len, detail, sizeof(detail), 0);
+	snprintf(where, sizeof(where), "mem: record %d at byte %zu: ",
+		 pt->rec + pt->fault, rec_at(s, len,
+					     (size_t)(pt->rec + pt->fault)));
+	tap_is(err, pt->err, "reader%s: %s", g_ra ? " (read ahead)" : "",
+	       pt->why ? pt->why : "accepted");
+	if (pt->why)
+		tap_ok(strncmp(detail, where, strlen(where)) == 0 &&
+		       strstr(detail, pt->why) != NULL, "at the record, "
+		       "saying why: %s", detail);
+	free(c);
+}
+
+/* The reader's side of windows records: version rules, each description
+ * rule, metadata length, the order rule over a windows record's range. */
+static void test_windows_reader(void)
+{
+	/* in record 1: 24 header bytes, 48 fixed, a 4-byte key, then
+	 * win_len, win_hop, n_windows, win_flags */
+	enum { W = 24 + 48 + 4 };
+	static const struct patch patches[] = {
+		{ 1, 6, 1, 1, REC_E_FORMAT, "a windows record marked format "
+		  "version 1 (windows records are version 2)", 0 },
+		{ 1, 6, 1, 3, REC_E_VERSION, "format version 3 is newer than "
+		  "this reader's version 2", 0 },
+		{ 0, 6, 1, 2, REC_END, NULL, 0 },  /* header of version 2 */
+		{ 2, 6, 1, 2, REC_END, NULL, 0 },  /* audio of version 2 */
+		{ 3, 6, 1, 2, REC_END, NULL, 0 },  /* trailer of version 2 */
+		{ 1, W, 4, 0, REC_E_FORMAT, "window length 0, hop 20 and 3 "
+		  "windows (none may be 0)", 0 },
+		{ 1, W + 4, 4, 0, REC_E_FORMAT, "window length 40, hop 0", 0 },
+		{ 1, W + 8, 4, 0, REC_E_FORMAT, "and 0 windows", 0 },
+		{ 1, W + 12, 4, 4, REC_E_FORMAT, "unknown windows flags 0x4",
+		  0 },
+		{ 1, W + 8, 4, 4, REC_E_FORMAT, "4 windows of 40 every 20 do "
+		  "not fit 80 samples (and the pad flag is clear)", 0 },
+		{ 1, W + 12, 4, REC_WIN_PAD, REC_END, NULL, 0 },
+		{ 1, 24 + 24, 4, UINT32_MAX - 1, REC_E_FORMAT, "3 windows from "
+		  "segment 4294967294 run past segment index 2^32 - 1", 0 },
+		{ 1, 24 + 24, 4, UINT32_MAX - 2, REC_E_ORDER, "clip 0 "
+		  "segment 4 after clip 0 segment 4294967295", 1 },
+		{ 1, 24 + 38, 1, 20, REC_E_FORMAT, "metadata length 68 is not "
+		  "48 + key length 20 + 16", 0 },
+		{ 2, 24 + 24, 4, 2, REC_E_ORDER, "clip 0 segment 2 after "
+		  "clip 0 segment 2 (records must be in clip and segment "
+		  "order)", 0 },
+		{ 2, 24 + 24, 4, 3, REC_END, NULL, 0 },
+		{ 2, 4, 1, REC_T_WINDOWS, REC_E_FORMAT, "a windows record "
+		  "marked format version 1", 0 },
+	};
+	static const struct patch padded[] = {
+		{ 1, W + 8, 4, 4, REC_END, NULL, 0 },
+		{ 1, W + 8, 4, 5, REC_E_FORMAT, "5 windows of 40 every 20 do "
+		  "not fit 80 samples", 0 },
+	};
+	size_t len;
+	unsigned char *s = windows_stream(&len), *sp = malloc(len);
+
+	tap_is(read_all(s, len, NULL, 0, 0), REC_END, "the windows stream "
+	       "reads%s", g_ra ? " (read ahead)" : "");
+	for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++)
+		check_patch(s, len, &patches[i]);
+	/* With the pad flag: a 4th window running past the samples is
+	 * padded, a 5th would start past them. */
+	memcpy(sp, s, len);
+	put_le32(sp + rec_at(s, len, 1) + W + 12, REC_WIN_PAD);
+	restamp(sp, len);
+	check_patch(sp, len, &padded[0]);
+	check_patch(sp, len, &padded[1]);
+	free(sp);
+	/* an audio record turned into a windows record of version 2: its
+	 * metadata lacks the window fields */
+	{
+		unsigned char *c = malloc(len);
+		char detail[1024];
+		size_t p = rec_at(s, len, 2);
+
+		memcpy(c, s, len);
+		c[p + 4] = REC_T_WINDOWS;
+		c[p + 6] = 2;
+		restamp(c, len);
+		tap_is(read_all(c, len, detail, sizeof(detail), 0),
+		       REC_E_FORMAT, "audio metadata under type windows");
+		tap_ok(strstr(detail, "metadata length 58 is not 48 + key "
+			      "length 10 + 16") != NULL, "saying so: %s",
+		       detail);
+		free(c);
+	}
+	free(s);
+}
+
+/* Every changed byte and every cut of a stream with a windows record is
+ * detected. */
+static void test_windows_corruption(void)
+{
+	size_t len;
+	unsigned char *s = windows_stream(&len);
+	int undetected = 0, cut_bad = 0;
+
+	for (size_t i = 0; i < len; i++)
+		for (int m = 0; m < 2; m++) {
+			unsigned char mask = m ? 0x80 : 0x01;
+
+			s[i] ^= mask;
+			undetected += read_all(s, len, NULL, 0, 0) >= 0;
+			s[i] ^= mask;
+		}
+	for (size_t cut = 0; cut < len; cut++)
+		cut_bad += read_all(s, cut, NULL, 0, 0) != REC_E_TRUNC;
+	tap_is(undetected, 0, "windows stream: every changed byte of %zu is "
+	       "detected%s", len, g_ra ? " (read ahead)" : "");
+	tap_is(cut_bad, 0, "windows stream: every cut is REC_E_TRUNC");
+	free(s);
+}
+
+/* The reader's windows tests (run once plainly, once reading ahead). */
+static void test_windows_reads(void)
+{
+	test_windows_round_trip(0, 0, 0);
+	test_windows_round_trip(3, 0, 0);
+	test_windows_reader();
+	test_windows_corruption();
+}
+
+/* A child dribbles a stream into a pipe in small random pieces; the
+ * reader must put records together across any boundaries. */
+static void test_slow_pipe(void)
+{
+	int fd = temp_fd(), p[2], status;
+	struct titem t[300];
+	size_t n = make_items(t, 290, 2);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_reader *r = NULL;
+	rec_item it;
+	size_t i = 0;
+	int bad = 0, err;
+	pid_t pid;
+
+	rec_writer_open(&w, fd, h, &(rec_writer_opts){ .zstd_level = 1 });
+	for (size_t k = 0; k < n; k++)
+		rec_write(w, &t[k].it);
+	rec_writer_finish(w);
+	rec_writer_close(w);
+	if (pipe(p) < 0)
+		exit(99);
+	pid = fork();
+	if (pid == 0) {
+		static unsigned char buf[40000];
+		ssize_t got;
+
+		close(p[0]);
+		lseek(fd, 0, SEEK_SET);
+		while ((got = read(fd, buf, 1 + rng() % sizeof(buf))) > 0)
+			if (write(p[1], buf, (size_t)got) != got)
+				_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	err = rec_reader_open(&r, p[0], &(rec_reader_opts){
+				      .read_ahead = g_ra });
+	while (err == REC_OK && (err = rec_read(r, &it)) == REC_OK)
+		bad += i >= n || !items_equal(&it, &t[i++].it);
+	tap_is(err, REC_END, "a stream dribbled through a pipe reads to its "
+	       "end%s", g_ra ? " (read ahead)" : "");
+	if (err != REC_END)
+		tap_diag("%s", rec_reader_detail(r));
+	tap_is(bad, 0, "with every record equal");
+	tap_is_u64(i, n, "and all %zu of them", n);
+	waitpid(pid, &status, 0);
+	rec_reader_close(r);
+	rec_header_free(h);
+	free_items(t, n);
+	close(p[0]);
+	close(fd);
+}
+
+/* A reader that reads ahead is closed while its thread waits on a pipe
+ * whose writer neither writes nor closes: the close must not hang. */
+static void test_close_while_waiting(void)
+{
+	int fd = temp_fd(), p[2];
+	struct titem t[300];
+	size_t n = make_items(t, 290, 0);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_reader *r = NULL;
+	rec_item it;
+	static unsigned char buf[4096];
+	ssize_t got;
+	int err;
+
+	rec_writer_open(&w, fd, h, NULL);
+	for (size_t k = 0; k < n; k++)
+		rec_write(w, &t[k].it);
+	rec_writer_finish(w);
+	rec_writer_close(w);
+	if (pipe(p) < 0)
+		exit(99);
+	/* the first 4 KiB of the stream, then silence */
+	lseek(fd, 0, SEEK_SET);
+	got = read(fd, buf, sizeof(buf));
+	if (got <= 0 || write(p[1], buf, (size_t)got) != got)
+		exit(99);
+	alarm(20); /* a hang fails the test by SIGALRM */
+	err = rec_reader_open(&r, p[0], &(rec_reader_opts){ .read_ahead = 1 });
+	if (err == REC_OK)
+		err = rec_read(r, &it);
+	tap_is(err, REC_OK, "read ahead: the first record of a stalled pipe");
+	rec_reader_close(r);
+	alarm(0);
+	tap_ok(1, "read ahead: closing while the thread waits returns");
+	rec_header_free(h);
+	free_items(t, n);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
+/* The reader's tests once more with reading ahead. */
+static void test_read_ahead(void)
+{
+	g_ra = 1;
+	test_round_trip(0, 0);
+	test_round_trip(3, 0);
+	test_round_trip(1, 70000);
+	g_ua = 1;
+	test_round_trip(0, 0);
+	g_ua = 0;
+	test_corruption(0);
+	test_corruption(3);
+	test_reader_errors();
+	test_windows_reads();
+	test_slow_pipe();
+	test_close_while_waiting();
+	g_ra = 0;
+}
+
+/* The reader's tests; with --read-ahead, the pass through its thread. */
+int main(int argc, char **argv)
+{
+	int pass = pass_option(argc, argv, "--read-ahead");
+
+	if (pass < 0)
+		return 2;
+	if (pass) {
+		test_read_ahead();
+		return tap_done();
+	}
+	test_corruption(0);
+	test_corruption(3);
+	test_reader_errors();
+	test_windows_reads();
+	test_slow_pipe();
+	return tap_done();
+}
