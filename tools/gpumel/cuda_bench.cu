@@ -28,7 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_emu.h"
+#include "bench/cuda_emu.h"
+#include "cuda_mel_dev.h"
 
 #define PROG "gpumel-cuda-bench"
 #define SEEDS_RECORDS 3165040u

@@ -35,7 +35,7 @@
 #include <cuda_runtime_api.h>
 #include <cufft.h>
 
-#include "cuda_emu.h"
+#include "bench/cuda_emu.h"
 
 enum op_kind { OP_COPY, OP_SET, OP_FUSED, OP_FRAMES, OP_MEL, OP_CLAMP,
 	       OP_R2C, OP_EVENT };
