@@ -65,20 +65,17 @@ $(BIN)/gpumel-cuda.so: $(CUDA_SO_OBJ)
 CUDA_BENCH_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror \
 	-I$(CUDA_HOME_DIR)/include
 
-$(BUILD)/cuda/cuda_bench.o: tools/gpumel/cuda_bench.cu
+CUDA_BENCH_SRC := $(wildcard tools/gpumel/bench/*.cu)
+CUDA_BENCH_OBJ := \
+	$(CUDA_BENCH_SRC:tools/gpumel/bench/%.cu=$(BUILD)/cuda-bench/%.o)
+
+$(BUILD)/cuda-bench/%.o: tools/gpumel/bench/%.cu
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  CXX     $<"
 	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -MMD -MP -MF $(@:.o=.d) -x c++ \
 		-c -o $@ $<
 
-$(BUILD)/cuda/bench/%.o: tools/gpumel/bench/%.cu
-	@mkdir -p $(@D)
-	@[ "$(V)" = 1 ] || echo "  CXX     $<"
-	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -MMD -MP -MF $(@:.o=.d) -x c++ \
-		-c -o $@ $<
-
-$(BIN)/gpumel-cuda-bench: $(BUILD)/cuda/cuda_bench.o \
-		$(BUILD)/cuda/bench/cuda_emu.o $(BUILD)/tools/gpumel/mel_fb.o
+$(BIN)/gpumel-cuda-bench: $(CUDA_BENCH_OBJ) $(BUILD)/tools/gpumel/mel_fb.o
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CXX) -o $@ $^ -ldl -lm -lpthread
@@ -96,14 +93,14 @@ $(BUILD)/cuda/%.mock.o: tools/gpumel/%.cu
 	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -fPIC -fvisibility=hidden -MMD -MP \
 		-MF $(@:.o=.d) -x c++ -c -o $@ $<
 
-$(BUILD)/cuda/bench/%.mock.o: tools/gpumel/bench/%.cu
+$(BUILD)/cuda-bench/%.mock.o: tools/gpumel/bench/%.cu
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  CXX     $< (mock)"
 	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -fPIC -fvisibility=hidden -MMD -MP \
 		-MF $(@:.o=.d) -x c++ -c -o $@ $<
 
 $(CUDA_MOCK_SO): $(BUILD)/cuda/cuda_backend.mock.o \
-		$(BUILD)/cuda/cuda_mock.mock.o $(BUILD)/cuda/bench/cuda_emu.mock.o \
+		$(BUILD)/cuda/cuda_mock.mock.o $(BUILD)/cuda-bench/cuda_emu.mock.o \
 		$(BUILD)/cuda/mel_fb.pic.o
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CXX) -shared -o $@ $^ -Wl,-z,defs -lm
