@@ -84,6 +84,7 @@ struct ref {
 	double *win;           /* mel_window_build */
 	double *re, *im;       /* n_fft */
 	double *cs, *sn;       /* cos, sin(2 pi k / n_fft) */
+	double *tr, *ti;       /* emu_dft's scratch, n_fft */
 	double *pw;            /* n_fft / 2 + 1 */
 	double *x;             /* one record's samples (fill_batch's) */
 	size_t x_cap;

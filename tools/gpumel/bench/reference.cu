@@ -2,7 +2,9 @@
  * reference.cu - what the features should be, in float64, written from
  * the formulas independently of the kernels (frames of the padded signal,
  * periodic window, |rfft|^power, filterbank, log, top_db), and the
- * comparison of a backend's output with it.
+ * comparison of a backend's output with it. The DFT is emu_dft, the
+ * float64 transform that stands in for cuFFT in the emulation, not the
+ * kernels' FFT; real cuFFT on a GPU checks it in turn (--parity).
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cuda_emu.h"
 
 void ref_init(struct ref *R, const mel_params *p, const mel_fb *fb)
 {
@@ -23,6 +26,8 @@ void ref_init(struct ref *R, const mel_params *p, const mel_fb *fb)
 	R->im = (double *)xmalloc(n * sizeof(double));
 	R->cs = (double *)xmalloc(n * sizeof(double));
 	R->sn = (double *)xmalloc(n * sizeof(double));
+	R->tr = (double *)xmalloc(n * sizeof(double));
+	R->ti = (double *)xmalloc(n * sizeof(double));
 	R->pw = (double *)xmalloc((n / 2 + 1) * sizeof(double));
 	mel_window_build(p, R->win);
 	for (uint32_t k = 0; k < n; k++) {
@@ -38,73 +43,10 @@ void ref_free(struct ref *R)
 	free(R->im);
 	free(R->cs);
 	free(R->sn);
+	free(R->tr);
+	free(R->ti);
 	free(R->pw);
 	free(R->x);
-}
-
-/* In-place forward DFT of (re, im): radix-2 decimation in time when n is
- * a power of two, else the direct sum. */
-static void ref_dft(struct ref *R)
-{
-	uint32_t n = R->p->n_fft;
-	double *re = R->re, *im = R->im;
-
-	if (n & (n - 1)) {
-		double *ore = (double *)xmalloc(n * sizeof(double));
-		double *oim = (double *)xmalloc(n * sizeof(double));
-
-		for (uint32_t k = 0; k <= n / 2; k++) {
-			double sr = 0.0, si = 0.0;
-			uint64_t e = 0;
-
-			for (uint32_t t = 0; t < n; t++) {
-				sr += re[t] * R->cs[e] + im[t] * R->sn[e];
-				si += im[t] * R->cs[e] - re[t] * R->sn[e];
-				e += k;
-				if (e >= n)
-					e -= n;
-			}
-			ore[k] = sr;
-			oim[k] = si;
-		}
-		memcpy(re, ore, (n / 2 + 1) * sizeof(double));
-		memcpy(im, oim, (n / 2 + 1) * sizeof(double));
-		free(ore);
-		free(oim);
-		return;
-	}
-	for (uint32_t i = 1, j = 0; i < n; i++) {
-		uint32_t bit = n >> 1;
-
-		for (; j & bit; bit >>= 1)
-			j ^= bit;
-		j ^= bit;
-		if (i < j) {
-			double t = re[i];
-
-			re[i] = re[j];
-			re[j] = t;
-			t = im[i];
-			im[i] = im[j];
-			im[j] = t;
-		}
-	}
-	for (uint32_t len = 2; len <= n; len <<= 1) {
-		uint32_t step = n / len;
-
-		for (uint32_t i = 0; i < n; i += len)
-			for (uint32_t k = 0; k < len / 2; k++) {
-				double wr = R->cs[k * step], wi = -R->sn[k * step];
-				uint32_t u = i + k, v = i + k + len / 2;
-				double xr = re[v] * wr - im[v] * wi;
-				double xi = re[v] * wi + im[v] * wr;
-
-				re[v] = re[u] - xr;
-				im[v] = im[u] - xi;
-				re[u] += xr;
-				im[u] += xi;
-			}
-	}
 }
 
 /* Sample o of x[0..n) as padded: zero, or reflected at both ends again
@@ -144,7 +86,7 @@ void ref_record(struct ref *R, const double *x, uint32_t n, uint32_t frames,
 				   R->win[i];
 			R->im[i] = 0.0;
 		}
-		ref_dft(R);
+		emu_dft(N, bins, R->re, R->im, R->cs, R->sn, R->tr, R->ti);
 		for (uint32_t k = 0; k < bins; k++) {
 			double q = R->re[k] * R->re[k] + R->im[k] * R->im[k];
 
