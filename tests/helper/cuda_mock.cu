@@ -1,8 +1,9 @@
 /*
  * cuda_mock.cu - the part of the CUDA runtime and of cuFFT that the CUDA
  * backend uses, implemented on the CPU, so that the backend's host code
- * (tools/gpumel/cuda_backend.cu: checks, frame tables, chunks, plans,
- * graphs, the queue of batches) runs and is tested where there is no GPU.
+ * (the files tools/gpumel/cuda_backend.h lists: checks, frame tables,
+ * chunks, plans, graphs, the queue of batches) runs and is tested where
+ * there is no GPU.
  * Built with the host compiler into gpumel-cuda-mock.so, a test helper
  * that gpumel and gpumel-cuda-bench load like the real backend (t6000);
  * never installed.

@@ -37,7 +37,8 @@ CUDA_RPATH := '$$ORIGIN:$(CUDA_HOME_DIR)/lib64:/usr/local/cuda/lib64'
 # compiles the backend's host code (CUDA_HOST_SRC: all but the kernels)
 # into it again, as plain C++.
 GPUMEL_CUDA := 1
-CUDA_HOST_SRC := tools/gpumel/cuda_backend.cu
+CUDA_HOST_SRC := $(addprefix tools/gpumel/,cuda_backend.cu cuda_batch.cu \
+	cuda_error.cu cuda_memory.cu cuda_plan.cu cuda_submit.cu)
 CUDA_SO_OBJ := $(CUDA_HOST_SRC:tools/gpumel/%.cu=$(BUILD)/cuda/%.o) \
 	$(BUILD)/cuda/cuda_kernels.o $(BUILD)/cuda/mel_fb.pic.o
 

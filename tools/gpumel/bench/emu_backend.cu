@@ -22,7 +22,7 @@ struct emu {
 	int head, count;
 };
 
-/* The kernels' arguments, as cuda_backend.cu's kernel_args() sets them. */
+/* The kernels' arguments, as cuda_submit.cu's kernel_args() sets them. */
 static void emu_args(const struct emu *e, const mel_batch *b,
 		     uint32_t *tab, uint32_t *key, mel_kargs *a)
 {
