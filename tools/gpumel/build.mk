@@ -1,9 +1,14 @@
 # tools/gpumel/build.mk - gpumel's CUDA backend, included by the Makefile.
 #
-#   $(BIN)/gpumel-cuda.so      the backend gpumel dlopens (mel_cuda_open)
+#   $(BIN)/gpumel-cuda.so      the backend gpumel dlopens (mel_cuda_open):
+#                              tools/gpumel/cuda_*.cu
 #   $(BIN)/gpumel-cuda-bench   its test and benchmark driver: --emu checks
 #                              the kernels' arithmetic on the CPU, --parity
-#                              and --bench run it on a GPU (see --help)
+#                              and --bench run it on a GPU (see --help):
+#                              tools/gpumel/bench/
+#
+# (tests/build.mk builds gpumel-cuda-mock.so, which the t6 tests load in
+# the backend's place where there is no GPU.)
 #
 # Built when nvcc is found (NVCC, default nvcc on PATH) and CUDA is not 0,
 # in the normal build only: the sanitizer build (SAN=1) leaves them out, as
