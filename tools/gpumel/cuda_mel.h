@@ -1,9 +1,10 @@
 /*
  * cuda_mel.h - the private interface of gpumel's CUDA backend: between its
- * host code (cuda_backend.cu) and its kernels (cuda_kernels.cu), and the
- * benchmark hook that gpumel-cuda.so exports beside mel_cuda_open for
- * gpumel-cuda-bench. C style (the few functions the kernels share are
- * marked __host__ __device__); included only by the .cu files, all C++.
+ * host code (the files cuda_backend.h lists) and its kernels
+ * (cuda_kernels.cu), and the benchmark hook that gpumel-cuda.so exports
+ * beside mel_cuda_open for gpumel-cuda-bench. C style (the few functions
+ * the kernels share are marked __host__ __device__); included only by C++:
+ * the .cu files and the headers beside them.
  *
  * The work of a batch, on the batch's own stream:
  *   copy in (records, frame tables, samples) -> [memset of the record
