@@ -99,3 +99,36 @@ fuzz-run-decode: setup build/fuzz/fuzz-decode
 		../../tests/fuzz/decode
 
 .PHONY: fuzz fuzz-run-rec fuzz-run-decode
+
+# gpumel-cuda-mock.so (t6000): gpumel-cuda.so's host code linked with a
+# CUDA runtime and cuFFT that run on the CPU (cuda_mock.cu) and compute
+# with the kernels' emulation (tools/gpumel/bench/cuda_emu.cu), which the
+# t6 tests load in gpumel and gpumel-cuda-bench where there is no GPU.
+# Built where the CUDA backend is (tools/gpumel/build.mk sets GPUMEL_CUDA):
+# it needs CUDA's headers, and like the backend it stays out of the
+# sanitizer build.
+ifneq ($(GPUMEL_CUDA),)
+CUDA_MOCK_DIR := $(HELPER_DIR)/cuda-mock
+CUDA_MOCK_OBJ := $(CUDA_HOST_SRC:tools/gpumel/%.cu=$(CUDA_MOCK_DIR)/%.o) \
+	$(CUDA_MOCK_DIR)/cuda_emu.o $(CUDA_MOCK_DIR)/cuda_mock.o
+
+test-helpers: $(HELPER_DIR)/gpumel-cuda-mock.so
+
+define CUDA_MOCK_CXX
+@mkdir -p $(@D)
+@[ "$(V)" = 1 ] || echo "  CXX     $< (mock)"
+$(Q)$(CXX) $(CUDA_HOST_CXXFLAGS) -fPIC -fvisibility=hidden -MMD -MP \
+	-MF $(@:.o=.d) -x c++ -c -o $@ $<
+endef
+
+$(CUDA_MOCK_DIR)/%.o: tools/gpumel/%.cu
+	$(CUDA_MOCK_CXX)
+$(CUDA_MOCK_DIR)/%.o: tools/gpumel/bench/%.cu
+	$(CUDA_MOCK_CXX)
+$(CUDA_MOCK_DIR)/%.o: tests/helper/%.cu
+	$(CUDA_MOCK_CXX)
+
+$(HELPER_DIR)/gpumel-cuda-mock.so: $(CUDA_MOCK_OBJ) $(BUILD)/cuda/mel_fb.pic.o
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CXX) -shared -o $@ $^ -Wl,-z,defs -lm
+endif

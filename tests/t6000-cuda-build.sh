@@ -66,8 +66,8 @@ else
 fi
 
 # The backend's host code on a CUDA runtime that runs on the CPU
-# (tools/gpumel/cuda_mock.cu, built by make test-helpers).
-MOCK=$TOP/build/obj/cuda/gpumel-cuda-mock.so
+# (tests/helper/cuda_mock.cu, built by make test-helpers).
+MOCK=$TOP/build/obj/tests/helper/gpumel-cuda-mock.so
 if test -f "$MOCK"; then
 	test_expect_success 'mock runtime: the bench grid, graphs, cuFFT chunks' '
 		MELPIPE_MOCK_STATS=1 MELPIPE_CUDA_CHUNK=13 \

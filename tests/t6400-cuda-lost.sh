@@ -16,8 +16,8 @@ TRAP=$TOP/build/obj/tests/helper/gpu-trap.so
 test -f "$TRAP" || skip_all "gpu-trap.so not built (make test-helpers)"
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 
-# The trap fires TRAP_MS after gpumel starts (its backend starts in 0.2 to
-# 0.3 s on an H100). The producer sends the first HEAD_MIB of the stream at
+# The trap fires TRAP_MS after gpumel starts (its backend starts well
+# within a second). The producer sends the first HEAD_MIB of the stream at
 # once (three 8 MiB batches: gpumel computes and writes them out as soon as
 # its backend is up) and the rest at RATE MiB/s, 10 s more, so gpumel is
 # still reading input when the trap fires. trap_fired_mid_run and

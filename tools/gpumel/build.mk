@@ -1,9 +1,14 @@
 # tools/gpumel/build.mk - gpumel's CUDA backend, included by the Makefile.
 #
-#   $(BIN)/gpumel-cuda.so      the backend gpumel dlopens (mel_cuda_open)
+#   $(BIN)/gpumel-cuda.so      the backend gpumel dlopens (mel_cuda_open):
+#                              tools/gpumel/cuda_*.cu
 #   $(BIN)/gpumel-cuda-bench   its test and benchmark driver: --emu checks
 #                              the kernels' arithmetic on the CPU, --parity
-#                              and --bench run it on a GPU (see --help)
+#                              and --bench run it on a GPU (see --help):
+#                              tools/gpumel/bench/
+#
+# (tests/build.mk builds gpumel-cuda-mock.so, which the t6 tests load in
+# the backend's place where there is no GPU.)
 #
 # Built when nvcc is found (NVCC, default nvcc on PATH) and CUDA is not 0,
 # in the normal build only: the sanitizer build (SAN=1) leaves them out, as
@@ -33,8 +38,14 @@ NVCCFLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings \
 	$(NVCCFLAGS_EXTRA)
 CUDA_RPATH := '$$ORIGIN:$(CUDA_HOME_DIR)/lib64:/usr/local/cuda/lib64'
 
-CUDA_SO_OBJ := $(BUILD)/cuda/cuda_backend.o $(BUILD)/cuda/cuda_kernels.o \
-	$(BUILD)/cuda/mel_fb.pic.o
+# tests/build.mk builds the mock CUDA runtime where this is set, and
+# compiles the backend's host code (CUDA_HOST_SRC: all but the kernels)
+# into it again, as plain C++.
+GPUMEL_CUDA := 1
+CUDA_HOST_SRC := $(addprefix tools/gpumel/,cuda_backend.cu cuda_batch.cu \
+	cuda_error.cu cuda_memory.cu cuda_plan.cu cuda_submit.cu)
+CUDA_SO_OBJ := $(CUDA_HOST_SRC:tools/gpumel/%.cu=$(BUILD)/cuda/%.o) \
+	$(BUILD)/cuda/cuda_kernels.o $(BUILD)/cuda/mel_fb.pic.o
 
 all: $(BIN)/gpumel-cuda.so $(BIN)/gpumel-cuda-bench
 
@@ -61,39 +72,24 @@ $(BIN)/gpumel-cuda.so: $(CUDA_SO_OBJ)
 # reaches the GPU through the .so, and runs --emu where there is no GPU at
 # all. So it is plain C++ (the kernels' __host__ __device__ arithmetic and
 # CUDA's half-precision types compile as host code), built with the host
-# compiler against CUDA's headers.
-CUDA_BENCH_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror \
+# compiler against CUDA's headers, as the mock runtime is.
+CUDA_HOST_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror \
 	-I$(CUDA_HOME_DIR)/include
 
-$(BUILD)/cuda/cuda_bench.o: tools/gpumel/cuda_bench.cu
+CUDA_BENCH_SRC := $(wildcard tools/gpumel/bench/*.cu)
+CUDA_BENCH_OBJ := \
+	$(CUDA_BENCH_SRC:tools/gpumel/bench/%.cu=$(BUILD)/cuda-bench/%.o)
+
+$(BUILD)/cuda-bench/%.o: tools/gpumel/bench/%.cu
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  CXX     $<"
-	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -MMD -MP -MF $(@:.o=.d) -x c++ \
+	$(Q)$(CXX) $(CUDA_HOST_CXXFLAGS) -MMD -MP -MF $(@:.o=.d) -x c++ \
 		-c -o $@ $<
 
-$(BIN)/gpumel-cuda-bench: $(BUILD)/cuda/cuda_bench.o \
-		$(BUILD)/tools/gpumel/mel_fb.o
+$(BIN)/gpumel-cuda-bench: $(CUDA_BENCH_OBJ) $(BUILD)/tools/gpumel/mel_fb.o
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CXX) -o $@ $^ -ldl -lm -lpthread
-
-# A test helper, never installed: the backend's host code linked with a
-# CUDA runtime and cuFFT that run on the CPU (cuda_mock.cu), which the t6
-# tests load in gpumel and gpumel-cuda-bench where there is no GPU.
-CUDA_MOCK_SO := $(BUILD)/cuda/gpumel-cuda-mock.so
-
-test-helpers: $(CUDA_MOCK_SO)
-
-$(BUILD)/cuda/%.mock.o: tools/gpumel/%.cu
-	@mkdir -p $(@D)
-	@[ "$(V)" = 1 ] || echo "  CXX     $< (mock)"
-	$(Q)$(CXX) $(CUDA_BENCH_CXXFLAGS) -fPIC -fvisibility=hidden -MMD -MP \
-		-MF $(@:.o=.d) -x c++ -c -o $@ $<
-
-$(CUDA_MOCK_SO): $(BUILD)/cuda/cuda_backend.mock.o \
-		$(BUILD)/cuda/cuda_mock.mock.o $(BUILD)/cuda/mel_fb.pic.o
-	@[ "$(V)" = 1 ] || echo "  LD      $@"
-	$(Q)$(CXX) -shared -o $@ $^ -Wl,-z,defs -lm
 
 install: install-cuda
 install-cuda: $(BIN)/gpumel-cuda.so

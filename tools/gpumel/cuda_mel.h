@@ -1,9 +1,10 @@
 /*
  * cuda_mel.h - the private interface of gpumel's CUDA backend: between its
- * host code (cuda_backend.cu) and its kernels (cuda_kernels.cu), and the
- * benchmark hook that gpumel-cuda.so exports beside mel_cuda_open for
- * gpumel-cuda-bench. C style (the few functions the kernels share are
- * marked __host__ __device__); included only by the .cu files, all C++.
+ * host code (the files cuda_backend.h lists) and its kernels
+ * (cuda_kernels.cu), and the benchmark hook that gpumel-cuda.so exports
+ * beside mel_cuda_open for gpumel-cuda-bench. C style (the few functions
+ * the kernels share are marked __host__ __device__); included only by C++:
+ * the .cu files and the headers beside them.
  *
  * The work of a batch, on the batch's own stream:
  *   copy in (records, frame tables, samples) -> [memset of the record
@@ -39,8 +40,9 @@ extern "C" {
 #define MEL_BLOCK 256
 /* Threads of a fused kernel block, unless one team is larger: few frames
  * per block, as each barrier waits for the block's slowest warp, but not
- * one (block scheduling). n_fft 512 on an H200: 2 frames a block 0.487 ms
- * for 316,480 frames, 1 frame 0.503, 4 frames 0.514. */
+ * one, as a block per small frame costs more in block scheduling than it
+ * saves in waits (for n_fft 512, two frames a block ran faster than one
+ * or four). */
 #define MEL_FUSED_BLOCK 128
 /* Team (threads per frame) of the cuFFT path's frames and mel kernels. */
 #define MEL_T_FRAMES 64
@@ -285,8 +287,9 @@ static inline void mel_cuda_twiddles(uint32_t n_fft, float *tw)
  * lo is free within its range, and is chosen so that the lanes' P[bin + i]
  * reads at each row fall in distinct shared-memory banks: bin mod 32
  * distinct across the tile's mels (mel_cuda_tile_spread). Left at lo = 0,
- * filters whose starts are about 6.5 bins apart (the seeds' 32 mels of a
- * 512-point FFT) repeat every 5 lanes: 5-way conflicts on every row.
+ * filters whose starts are about 6.5 bins apart (the 10-second job's 32
+ * mels of a 512-point FFT) repeat every 5 lanes: 5-way conflicts on every
+ * row.
  *
  * The padding costs (largest / mean count of a tile) times the sparse
  * weights in a full tile, and a narrower last tile up to MEL_TILE x n_bins

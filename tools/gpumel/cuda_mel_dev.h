@@ -76,11 +76,11 @@ __host__ __device__ constexpr int md_fused_block(int n)
 /* The device's: sync<T>() orders the team's shared-memory work. A team
  * within one warp synchronises the warp (its other teams call it at the
  * same point); a larger one the block. Every thread of the block calls the
- * same barriers, inactive teams too. (A barrier per team, bar.sync 1 +
- * team with T threads, measured slower on an H200 for n_fft 512: the ids
- * must be immediates, else ptxas reserves all 16 barriers and the SM holds
- * 4 blocks, and choosing the immediate costs more issue slots than the
- * block barrier's waits.) */
+ * same barriers, inactive teams too. (Not a barrier per team, bar.sync
+ * 1 + team with T threads: the ids must be immediates, else ptxas reserves
+ * all 16 barriers and the SM holds 4 blocks, and choosing the immediate
+ * costs more issue slots than the block barrier's waits, so it ran slower
+ * for n_fft 512.) */
 struct md_pol_dev {
 	MD static int lo(int t) { return t; }
 	MD static int hi(int t, int) { return t + 1; }

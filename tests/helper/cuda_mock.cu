@@ -1,10 +1,12 @@
 /*
  * cuda_mock.cu - the part of the CUDA runtime and of cuFFT that the CUDA
  * backend uses, implemented on the CPU, so that the backend's host code
- * (cuda_backend.cu: checks, frame tables, chunks, plans, graphs, the queue
- * of batches) runs and is tested where there is no GPU. Built with the
- * host compiler into gpumel-cuda-mock.so, a test helper that gpumel and
- * gpumel-cuda-bench load like the real backend; never installed.
+ * (the files tools/gpumel/cuda_backend.h lists: checks, frame tables,
+ * chunks, plans, graphs, the queue of batches) runs and is tested where
+ * there is no GPU.
+ * Built with the host compiler into gpumel-cuda-mock.so, a test helper
+ * that gpumel and gpumel-cuda-bench load like the real backend (t6000);
+ * never installed.
  *
  * Faithful where it matters to the host code:
  * - streams are queues: work runs only when something waits for it
@@ -12,8 +14,9 @@
  *   so a host that reads results before waiting reads stale data;
  * - device memory comes filled with 0xff (NaN), so output nobody wrote
  *   and input nobody copied show;
- * - kernels run through cuda_emu.h (the kernels' own arithmetic), cuFFT's
- *   R2C in float64; a launch of no frames is refused as on a GPU;
+ * - kernels run through tools/gpumel/bench/cuda_emu.h (the kernels' own
+ *   arithmetic), cuFFT's R2C in float64; a launch of no frames is refused
+ *   as on a GPU;
  * - a plan made without auto allocation needs a work area; stream capture
  *   records the work, a graph launch replays it.
  * MELPIPE_MOCK_LOSE_AT=N makes the GPU fall off the bus at the N-th wait
@@ -35,7 +38,7 @@
 #include <cuda_runtime_api.h>
 #include <cufft.h>
 
-#include "cuda_emu.h"
+#include "../../tools/gpumel/bench/cuda_emu.h"
 
 enum op_kind { OP_COPY, OP_SET, OP_FUSED, OP_FRAMES, OP_MEL, OP_CLAMP,
 	       OP_R2C, OP_EVENT };

@@ -1,21 +1,18 @@
 /*
- * cuda_emu.h - the CUDA backend's kernels run on the CPU: every kernel of
- * cuda_kernels.cu as a host function over the same mel_kargs, calling the
- * same phase functions (cuda_mel_dev.h) for each simulated thread of each
- * team in turn, plus a float64 real FFT in cuFFT's place.
+ * cuda_emu.cu - the CUDA backend's kernels on the CPU (see cuda_emu.h):
+ * the simulated threads of a team run each phase of cuda_mel_dev.h one
+ * after another, which computes what the parallel run computes
+ * (cuda_mel_dev.h says why); and cuFFT's R2C in float64.
  *
- * Used by gpumel-cuda-bench --emu and by the mock CUDA runtime
- * (cuda_mock.cu) that runs the backend's host code without a GPU. Host-only
- * C++; the functions are static, each includer gets its own copy.
+ * Host-only C++, built with the host compiler against CUDA's headers.
  */
-#ifndef MELPIPE_GPUMEL_CUDA_EMU_H
-#define MELPIPE_GPUMEL_CUDA_EMU_H
-
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_mel_dev.h"
+#include "../cuda_mel_dev.h"
+#include "cuda_emu.h"
 
 static void *emu_alloc(size_t n)
 {
@@ -81,8 +78,7 @@ static void emu_fused_in(const mel_kargs &a)
 		emu_fused_n<N, float>(a);
 }
 
-/* Returns -1 when the fused kernel has no size a.n_fft. */
-static int emu_fused(const mel_kargs &a)
+int emu_fused(const mel_kargs &a)
 {
 	switch (a.n_fft) {
 	case 8: emu_fused_in<8>(a); return 0;
@@ -99,8 +95,7 @@ static int emu_fused(const mel_kargs &a)
 	return -1;
 }
 
-/* k_frames: batch frames [a.f0, a.f0 + a.nf) into a.frames rows. */
-static void emu_frames(const mel_kargs &a)
+void emu_frames(const mel_kargs &a)
 {
 	for (uint32_t i = 0; i < a.nf; i++) {
 		md_frame fr = md_locate(a, a.f0 + i);
@@ -117,8 +112,7 @@ static void emu_frames(const mel_kargs &a)
 	}
 }
 
-/* k_mel: from a.spec rows. */
-static void emu_mel(const mel_kargs &a)
+void emu_mel(const mel_kargs &a)
 {
 	for (uint32_t i = 0; i < a.nf; i++) {
 		md_frame fr = md_locate(a, a.f0 + i);
@@ -133,19 +127,15 @@ static void emu_mel(const mel_kargs &a)
 	}
 }
 
-/* k_clamp over the batch's n_frames frames. */
-static void emu_clamp(const mel_kargs &a, uint32_t n_frames)
+void emu_clamp(const mel_kargs &a, uint32_t n_frames)
 {
 	for (uint32_t f = 0; f < n_frames; f++)
 		for (uint32_t m = 0; m < a.n_mels; m++)
 			md_clamp(a, f, m);
 }
 
-/* One complex row in place, forward, float64: radix 2 when n is a power
- * of two, else the direct sum (exact twiddle indices) of bins k < kmax
- * only. */
-static void emu_dft(uint32_t n, uint32_t kmax, double *re, double *im,
-		    const double *cs, const double *sn, double *tr, double *ti)
+void emu_dft(uint32_t n, uint32_t kmax, double *re, double *im,
+	     const double *cs, const double *sn, double *tr, double *ti)
 {
 	if (n & (n - 1)) {
 		for (uint32_t k = 0; k < kmax; k++) {
@@ -200,9 +190,7 @@ static void emu_dft(uint32_t n, uint32_t kmax, double *re, double *im,
 	}
 }
 
-/* cuFFT's R2C in float64, rounded: rows of n reals to rows of n / 2 + 1
- * (re, im) float pairs. */
-static void emu_r2c(uint32_t n, size_t rows, const float *in, float *out)
+void emu_r2c(uint32_t n, size_t rows, const float *in, float *out)
 {
 	double *buf = (double *)emu_alloc(6 * (size_t)n * sizeof(double));
 	double *cs = buf, *sn = buf + n, *re = buf + 2 * n, *im = buf + 3 * n;
@@ -227,5 +215,3 @@ static void emu_r2c(uint32_t n, size_t rows, const float *in, float *out)
 	}
 	free(buf);
 }
-
-#endif

@@ -1,0 +1,350 @@
+/*
+ * cuda_submit.cu - a batch's work. submit checks the records against the
+ * batch's buffers, builds the frame tables and enqueues on the batch's
+ * stream:
+ *
+ *   H2D records + frame tables + samples -> kernels -> D2H features -> event
+ *
+ * and returns; wait blocks on the oldest batch's event (blocking sync: the
+ * CPU core is left to the pipe threads).
+ *
+ * CUDA graphs: when a batch is submitted with the shape (records, frames,
+ * bytes, input type) it had the time before, its whole work is captured
+ * into a graph once and from then on replayed with one cudaGraphLaunch.
+ * With fixed-size records (segment's windows) every full batch has the same
+ * shape, so the steady state runs on graphs and only the last batch of a
+ * stream runs the direct launches. The graph reads the batch's pinned
+ * buffers at replay time, so new contents need no update. A failed capture
+ * turns graphs off and the direct launches go on.
+ *
+ * Also the benchmark hook, which reruns a batch's kernels alone.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/rec.h"
+#include "cuda_backend.h"
+
+/* The parts of a batch's work (enqueue_work). */
+enum { W_IN = 1, W_COMPUTE = 2, W_OUT = 4, W_ALL = 7 };
+
+static int bad_record(cu_ctx *c, size_t r, const mel_rec *R,
+		      const char *what)
+{
+	cu_set_err(c, "batch record %zu (%u samples at %llu, %u frames at "
+		"%llu): %s", r, R->n_samples, (unsigned long long)R->in_off,
+		R->n_frames, (unsigned long long)R->out_off, what);
+	return -1;
+}
+
+/* Checks every record against the buffers (the kernels trust them), builds
+ * the frame tables and the batch's shape. */
+static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
+{
+	size_t esz = cu_dtype_size(b->in_dtype);
+	uint64_t in_elems, out_elems, F = 0, in_end = 0, out_end = 0;
+	uint32_t *base = cb->h_tab, *frec = cb->h_tab + b->n;
+
+	if (b->in_dtype != REC_S16 && b->in_dtype != REC_F32) {
+		cu_set_err(c, "batch input type %d: the CUDA backend takes s16 "
+			"or f32", b->in_dtype);
+		return -1;
+	}
+	if (b->rec != cb->h_rec || b->out != cb->h_out || b->n > cb->cap_recs) {
+		cu_set_err(c, "batch buffers or record count (%zu) are not "
+			"what batch_alloc gave", b->n);
+		return -1;
+	}
+	in_elems = cb->in_cap / esz;
+	out_elems = cb->out_cap / c->out_size;
+	for (size_t r = 0; r < b->n; r++) {
+		const mel_rec *R = &b->rec[r];
+		uint64_t cells = (uint64_t)c->p.n_mels * R->n_frames;
+
+		if (R->n_frames != mel_n_frames(&c->p, R->n_samples))
+			return bad_record(c, r, R, "wrong frame count");
+		if (R->in_off > in_elems || R->n_samples > in_elems - R->in_off)
+			return bad_record(c, r, R, "samples outside the batch");
+		if (R->out_off > out_elems || cells > out_elems - R->out_off)
+			return bad_record(c, r, R, "matrix outside the batch");
+		if (R->n_frames > cb->max_frames - F)
+			return bad_record(c, r, R, "more frames than the batch "
+					  "was allocated for");
+		F += R->n_frames;
+		if (R->in_off + R->n_samples > in_end)
+			in_end = R->in_off + R->n_samples;
+		if (R->out_off + cells > out_end)
+			out_end = R->out_off + cells;
+	}
+	/* F <= max_frames: the tables fit in cap_recs + max_frames */
+	mel_cuda_tables(b->rec, b->n, base, frec);
+	cb->shape.in_dtype = b->in_dtype;
+	cb->shape.n = b->n;
+	cb->shape.frames = (uint32_t)F;
+	cb->shape.in_bytes = in_end * esz;
+	cb->shape.out_bytes = out_end * c->out_size;
+	if (!c->fused && F && cu_ensure_plans(c, cb, (uint32_t)F) < 0)
+		return -1;
+	return 0;
+}
+
+static void kernel_args(const cu_ctx *c, const cu_batch *cb, mel_kargs *a)
+{
+	const mel_params *p = &c->p;
+
+	memset(a, 0, sizeof(*a));
+	a->in = cb->d_in;
+	a->out = cb->d_out;
+	a->rec = cb->d_rec;
+	a->frame_base = cb->d_tab;
+	a->frame_rec = cb->d_tab + cb->shape.n;
+	if (mel_cuda_clamps(p))
+		a->rec_key = cb->d_key;
+	a->win = cb->shape.in_dtype == REC_S16 ? c->d_win16 : c->d_win32;
+	a->tw = c->d_tw;
+	a->fbt_tile = c->d_fbt_tile;
+	a->fbt_mel = c->d_fbt_mel;
+	a->fbt_w = c->d_fbt_w;
+	a->frames = cb->d_frames;
+	a->spec = cb->d_spec;
+	mel_cuda_scalars(a, p, cb->shape.in_dtype);
+}
+
+/* The kernels of the batch (its samples and tables on the device). */
+static int compute(cu_ctx *c, cu_batch *cb)
+{
+	const uint32_t F = cb->shape.frames;
+	cudaStream_t s = cb->stream;
+	mel_kargs a;
+
+	kernel_args(c, cb, &a);
+	if (a.rec_key &&
+	    cu_ok(c, cudaMemsetAsync(cb->d_key, 0, cb->shape.n *
+				     sizeof(uint32_t), s),
+		  "cudaMemsetAsync (record maxima)") < 0)
+		return -1;
+	if (c->fused) {
+		a.f0 = 0;
+		a.nf = F;
+		if (cu_ok(c, mel_cuda_launch_fused(&a, s),
+			  "launching the fused kernel (%u-point, %u frames)",
+			  a.n_fft, F) < 0)
+			return -1;
+	}
+	for (uint32_t f0 = 0; !c->fused && f0 < F; f0 += cb->chunk) {
+		uint32_t nf = F - f0 < cb->chunk ? F - f0 : cb->chunk;
+		cufftHandle h = cb->plan[cu_plan_index(cb, nf)];
+
+		a.f0 = f0;
+		a.nf = nf;
+		if (cu_ok(c, mel_cuda_launch_frames(&a, s),
+			  "launching the frames kernel (%u frames)", nf) < 0 ||
+		    cu_fft_ok(c, cufftExecR2C(h, cb->d_frames,
+					      (cufftComplex *)cb->d_spec),
+			      "cufftExecR2C (%u-point, %u frames)", a.n_fft,
+			      nf) < 0 ||
+		    cu_ok(c, mel_cuda_launch_mel(&a, s),
+			  "launching the mel kernel (%u frames)", nf) < 0)
+			return -1;
+	}
+	if (a.rec_key && cu_ok(c, mel_cuda_launch_clamp(&a, F, s),
+			       "launching the top_db kernel (%u frames)", F) <
+				 0)
+		return -1;
+	return 0;
+}
+
+/* Enqueues the parts of the batch's work named by what on its stream. */
+static int enqueue_work(cu_ctx *c, cu_batch *cb, int what)
+{
+	const cu_shape *sh = &cb->shape;
+	cudaStream_t s = cb->stream;
+	size_t tab = (sh->n + sh->frames) * sizeof(uint32_t);
+
+	if ((what & W_IN) && sh->n &&
+	    (cu_ok(c, cudaMemcpyAsync(cb->d_rec, cb->h_rec,
+				      sh->n * sizeof(mel_rec),
+				      cudaMemcpyHostToDevice, s),
+		   "cudaMemcpyAsync (records, %zu bytes)",
+		   sh->n * sizeof(mel_rec)) < 0 ||
+	     cu_ok(c, cudaMemcpyAsync(cb->d_tab, cb->h_tab, tab,
+				      cudaMemcpyHostToDevice, s),
+		   "cudaMemcpyAsync (frame tables, %zu bytes)", tab) < 0))
+		return -1;
+	if ((what & W_IN) && sh->in_bytes &&
+	    cu_ok(c, cudaMemcpyAsync(cb->d_in, cb->h_in, sh->in_bytes,
+				     cudaMemcpyHostToDevice, s),
+		  "cudaMemcpyAsync (samples, %zu bytes)", sh->in_bytes) < 0)
+		return -1;
+	if ((what & W_COMPUTE) && sh->frames && compute(c, cb) < 0)
+		return -1;
+	if ((what & W_OUT) && sh->out_bytes &&
+	    cu_ok(c, cudaMemcpyAsync(cb->h_out, cb->d_out, sh->out_bytes,
+				     cudaMemcpyDeviceToHost, s),
+		  "cudaMemcpyAsync (features, %zu bytes)", sh->out_bytes) < 0)
+		return -1;
+	return 0;
+}
+
+static int same_shape(const cu_shape *x, const cu_shape *y)
+{
+	return x->in_dtype == y->in_dtype && x->n == y->n &&
+	       x->frames == y->frames && x->in_bytes == y->in_bytes &&
+	       x->out_bytes == y->out_bytes;
+}
+
+/* Captures the batch's whole work into cb->gexec. On failure graphs are
+ * turned off for the backend (a capture that fails once will again) and
+ * the error left behind is cleared; the caller runs the work directly. */
+static int capture(cu_ctx *c, cu_batch *cb)
+{
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t x = NULL;
+	int ok;
+
+	if (cudaStreamBeginCapture(cb->stream,
+				   cudaStreamCaptureModeThreadLocal) !=
+	    cudaSuccess)
+		goto fail;
+	ok = enqueue_work(c, cb, W_ALL) == 0;
+	if (cudaStreamEndCapture(cb->stream, &g) != cudaSuccess || !ok || !g)
+		goto fail;
+	if (cudaGraphInstantiate(&x, g, 0) != cudaSuccess)
+		goto fail;
+	cu_ok(c, cudaGraphDestroy(g), "cudaGraphDestroy");
+	if (cb->gexec)
+		cu_ok(c, cudaGraphExecDestroy(cb->gexec),
+		      "cudaGraphExecDestroy");
+	cb->gexec = x;
+	cb->gshape = cb->shape;
+	return 0;
+fail:
+	if (g)
+		cudaGraphDestroy(g);
+	(void)cudaGetLastError();
+	c->graphs = 0;
+	return -1;
+}
+
+/* Enqueues the batch's work: the graph when it has this shape, a new
+ * graph when the shape repeats, else direct launches. */
+static int run_batch(cu_ctx *c, cu_batch *cb)
+{
+	if (c->graphs) {
+		int repeat = cb->have_last && same_shape(&cb->last, &cb->shape);
+
+		cb->last = cb->shape;
+		cb->have_last = 1;
+		if (cb->gexec && same_shape(&cb->gshape, &cb->shape))
+			return cu_ok(c, cudaGraphLaunch(cb->gexec, cb->stream),
+				     "cudaGraphLaunch");
+		if (repeat && capture(c, cb) == 0)
+			return cu_ok(c, cudaGraphLaunch(cb->gexec, cb->stream),
+				     "cudaGraphLaunch");
+	}
+	return enqueue_work(c, cb, W_ALL);
+}
+
+int cu_submit(mel_backend *be, mel_batch *b)
+{
+	cu_ctx *c = (cu_ctx *)be->ctx;
+	cu_batch *cb;
+
+	if (cu_select_device(c) < 0)
+		return -1;
+	if (c->count == CU_DEPTH) {
+		cu_set_err(c, "submit: %d batches already in flight", CU_DEPTH);
+		return -1;
+	}
+	cb = cu_find_batch(c, b);
+	if (!cb || cb->in_flight) {
+		cu_set_err(c, "submit: %s", cb ? "batch already in flight" :
+			"batch not allocated by this backend");
+		return -1;
+	}
+	cb->submitted = 0;
+	if (prepare(c, cb, b) < 0 || run_batch(c, cb) < 0)
+		return -1;
+	if (cu_ok(c, cudaEventRecord(cb->done, cb->stream),
+		  "cudaEventRecord") < 0)
+		return -1;
+	cb->cur = b;
+	cb->in_flight = 1;
+	cb->submitted = 1;
+	c->fifo[(c->head + c->count) % CU_DEPTH] = cb;
+	c->count++;
+	return 0;
+}
+
+int cu_wait(mel_backend *be, mel_batch **done)
+{
+	cu_ctx *c = (cu_ctx *)be->ctx;
+	cu_batch *cb;
+
+	*done = NULL;
+	if (!c->count)
+		return 0;
+	if (cu_select_device(c) < 0)
+		return -1;
+	cb = c->fifo[c->head];
+	c->head = (c->head + 1) % CU_DEPTH;
+	c->count--;
+	cb->in_flight = 0;
+	/* errors of the kernels and copies surface here */
+	if (cu_ok(c, cudaEventSynchronize(cb->done),
+		  "GPU work of a batch (%zu records, %u frames): "
+		  "cudaEventSynchronize", cb->shape.n, cb->shape.frames) < 0) {
+		cb->submitted = 0;
+		return -1;
+	}
+	*done = cb->cur;
+	return 0;
+}
+
+/* The benchmark hook (see cuda_mel.h). */
+CU_EXPORT int mel_cuda_time_kernels(mel_backend *be, mel_batch *b, int reps,
+				    float *ms)
+{
+	cu_ctx *c = (cu_ctx *)be->ctx;
+	cudaEvent_t *ev = NULL;
+	cu_batch *cb;
+	int made = 0, ret = -1;
+
+	if (cu_select_device(c) < 0)
+		return -1;
+	cb = cu_find_batch(c, b);
+	if (reps < 1 || !cb || !cb->submitted || cb->in_flight) {
+		cu_set_err(c, "time: the batch must have been submitted and "
+			"waited for, reps >= 1");
+		return -1;
+	}
+	ev = (cudaEvent_t *)calloc((size_t)reps + 1, sizeof(*ev));
+	if (!ev) {
+		cu_set_err(c, "time: out of memory");
+		return -1;
+	}
+	for (; made <= reps; made++)
+		if (cu_ok(c, cudaEventCreate(&ev[made]), "cudaEventCreate") < 0)
+			goto out;
+	if (cu_ok(c, cudaEventRecord(ev[0], cb->stream), "cudaEventRecord") <
+	    0)
+		goto out;
+	for (int i = 0; i < reps; i++)
+		if (enqueue_work(c, cb, W_COMPUTE) < 0 ||
+		    cu_ok(c, cudaEventRecord(ev[i + 1], cb->stream),
+			  "cudaEventRecord") < 0)
+			goto out;
+	if (cu_ok(c, cudaEventSynchronize(ev[reps]),
+		  "cudaEventSynchronize (timed kernels)") < 0)
+		goto out;
+	for (int i = 0; i < reps; i++)
+		if (cu_ok(c, cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]),
+			  "cudaEventElapsedTime") < 0)
+			goto out;
+	ret = 0;
+out:
+	for (int i = 0; i < made; i++)
+		cudaEventDestroy(ev[i]);
+	free(ev);
+	return ret;
+}
