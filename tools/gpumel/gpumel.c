@@ -17,7 +17,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,6 +29,7 @@
 #include "../../lib/rec.h"
 #include "../common/prog.h"
 #include "backend.h"
+#include "mel_presets.h"
 
 #define CUDA_SO "gpumel-cuda.so"
 #define SO_PATH_MAX (PATH_MAX + 64)
@@ -48,19 +48,11 @@
 /* ------------------------------------------------------------------ */
 /* Options */
 
-enum preset { PRESET_NONE, PRESET_LIBROSA, PRESET_TORCH };
 enum device { DEV_AUTO, DEV_CPU, DEV_CUDA };
-
-/* Options that a preset also sets: an explicit one always wins. */
-enum given {
-	G_NFFT, G_WIN, G_HOP, G_WINDOW, G_CENTER, G_PAD, G_NMELS, G_FMIN,
-	G_FMAX, G_SCALE, G_NORM, G_POWER, G_LOG, G_AMIN, G_TOPDB, G_DTYPE,
-	G_COUNT
-};
 
 struct options {
 	mel_params p;          /* the values given; see given[] */
-	int given[G_COUNT];
+	int given[MEL_F_COUNT];
 	int preset;
 	int device;
 	int cuda_index;        /* -1: the first usable GPU */
@@ -225,8 +217,6 @@ static const char *const pad_names[] = { "", "reflect", "constant", NULL };
 static const char *const scale_names[] = { "", "htk", "slaney", NULL };
 static const char *const norm_names[] = { "none", "slaney", NULL };
 static const char *const log_names[] = { "none", "db", "ln", NULL };
-static const char *const preset_names[] = { "", "librosa", "torchaudio",
-					    NULL };
 static const char *const dtype_names[] = { "f32", "f16", "bf16", NULL };
 static const int dtype_codes[] = { REC_F32, REC_F16, REC_BF16 };
 
@@ -238,35 +228,35 @@ static int parse_transform(struct options *o, int c, const char *arg)
 	switch (c) {
 	case OPT_N_FFT:
 		p->n_fft = (uint32_t)prog_arg_u64("--n-fft", arg, 2, MAX_FFT);
-		o->given[G_NFFT] = 1;
+		o->given[MEL_F_N_FFT] = 1;
 		break;
 	case OPT_WIN_LENGTH:
 		p->win_length = (uint32_t)prog_arg_u64("--win-length", arg, 1,
 						       MAX_FFT);
-		o->given[G_WIN] = 1;
+		o->given[MEL_F_WIN] = 1;
 		break;
 	case OPT_HOP:
 		p->hop_length = (uint32_t)prog_arg_u64("--hop", arg, 1,
 						       INT32_MAX);
-		o->given[G_HOP] = 1;
+		o->given[MEL_F_HOP] = 1;
 		break;
 	case OPT_WINDOW:
 		p->window = pick("--window", arg, window_names + 1) + 1;
-		o->given[G_WINDOW] = 1;
+		o->given[MEL_F_WINDOW] = 1;
 		break;
 	case OPT_CENTER:
 	case OPT_NO_CENTER:
 		p->center = c == OPT_CENTER;
-		o->given[G_CENTER] = 1;
+		o->given[MEL_F_CENTER] = 1;
 		break;
 	case OPT_PAD_MODE:
 		p->pad_mode = pick("--pad-mode", arg, pad_names + 1) + 1;
-		o->given[G_PAD] = 1;
+		o->given[MEL_F_PAD] = 1;
 		break;
 	case OPT_N_MELS:
 		p->n_mels = (uint32_t)prog_arg_u64("--n-mels", arg, 1,
 						   MAX_MELS);
-		o->given[G_NMELS] = 1;
+		o->given[MEL_F_N_MELS] = 1;
 		break;
 	default:
 		return -1;
@@ -282,40 +272,40 @@ static int parse_scale(struct options *o, int c, const char *arg)
 	switch (c) {
 	case OPT_FMIN:
 		p->fmin = prog_arg_double("--fmin", arg, 0.0, 1e7);
-		o->given[G_FMIN] = 1;
+		o->given[MEL_F_FMIN] = 1;
 		break;
 	case OPT_FMAX:
 		p->fmax = prog_arg_double("--fmax", arg, 0.0, 1e7);
-		o->given[G_FMAX] = 1;
+		o->given[MEL_F_FMAX] = 1;
 		break;
 	case OPT_MEL_SCALE:
 		p->mel_scale = pick("--mel-scale", arg, scale_names + 1) + 1;
-		o->given[G_SCALE] = 1;
+		o->given[MEL_F_SCALE] = 1;
 		break;
 	case OPT_NORM:
 		p->norm = pick("--norm", arg, norm_names);
-		o->given[G_NORM] = 1;
+		o->given[MEL_F_NORM] = 1;
 		break;
 	case OPT_POWER:
 		p->power = (int)prog_arg_u64("--power", arg, 1, 2);
-		o->given[G_POWER] = 1;
+		o->given[MEL_F_POWER] = 1;
 		break;
 	case OPT_LOG:
 		p->log = pick("--log", arg, log_names);
-		o->given[G_LOG] = 1;
+		o->given[MEL_F_LOG] = 1;
 		break;
 	case OPT_AMIN:
 		p->amin = prog_arg_double("--amin", arg, 1e-30, 1e30);
-		o->given[G_AMIN] = 1;
+		o->given[MEL_F_AMIN] = 1;
 		break;
 	case OPT_TOP_DB:
 		p->top_db = !strcmp(arg, "none") ? -1.0 :
 			    prog_arg_double("--top-db", arg, 0.0, 1e4);
-		o->given[G_TOPDB] = 1;
+		o->given[MEL_F_TOP_DB] = 1;
 		break;
 	case OPT_DTYPE:
 		p->out_dtype = dtype_codes[pick("--dtype", arg, dtype_names)];
-		o->given[G_DTYPE] = 1;
+		o->given[MEL_F_DTYPE] = 1;
 		break;
 	default:
 		return -1;
@@ -353,7 +343,7 @@ static void parse_other(struct options *o, int c, const char *arg)
 		parse_device(o, arg);
 		break;
 	case OPT_PRESET:
-		o->preset = pick("--preset", arg, preset_names + 1) + 1;
+		o->preset = pick("--preset", arg, mel_preset_names + 1) + 1;
 		break;
 	default:
 		prog_usage_error("unknown or incomplete option");
@@ -387,45 +377,8 @@ static void parse_args(int argc, char **argv, struct options *o)
  * plain defaults), except fmax, which needs the sample rate. */
 static void resolve_defaults(const struct options *o, mel_params *p)
 {
-	int torch = o->preset == PRESET_TORCH;
-	const int *g = o->given;
-
 	*p = o->p;
-	if (!g[G_NFFT])
-		p->n_fft = torch ? 400 : 2048;
-	if (!g[G_WIN])
-		p->win_length = p->n_fft;
-	if (!g[G_HOP])
-		p->hop_length = o->preset == PRESET_LIBROSA ? 512 :
-				torch ? p->win_length / 2 :
-				p->win_length / 4;
-	if (!p->hop_length)
-		p->hop_length = 1;
-	if (!g[G_WINDOW])
-		p->window = MEL_WIN_HANN;
-	if (!g[G_CENTER])
-		p->center = 1;
-	if (!g[G_PAD])
-		p->pad_mode = torch ? MEL_PAD_REFLECT : MEL_PAD_CONSTANT;
-	if (!g[G_NMELS])
-		p->n_mels = 128;
-	if (!g[G_SCALE])
-		p->mel_scale = torch ? MEL_SCALE_HTK : MEL_SCALE_SLANEY;
-	if (!g[G_NORM])
-		p->norm = torch ? MEL_NORM_NONE : MEL_NORM_SLANEY;
-	if (!g[G_POWER])
-		p->power = 2;
-	if (!g[G_LOG])
-		p->log = MEL_LOG_DB;
-	if (!g[G_AMIN])
-		p->amin = 1e-10;
-	if (!g[G_TOPDB])
-		p->top_db = torch ? -1.0 : 80.0;
-	if (p->log != MEL_LOG_DB)
-		p->top_db = -1.0;
-	if (!g[G_DTYPE])
-		p->out_dtype = REC_F32;
-	p->bin_freqs = torch ? MEL_BINS_TORCH : MEL_BINS_RFFT;
+	mel_preset_fill(o->preset, o->given, p);
 }
 
 /* Checks what can be checked before the stream's sample rate is known. */
@@ -434,9 +387,9 @@ static void check_usage(const struct options *o, const mel_params *p)
 	if (p->win_length > p->n_fft)
 		prog_usage_error("--win-length %" PRIu32 " is longer than "
 				 "--n-fft %" PRIu32, p->win_length, p->n_fft);
-	if (o->given[G_TOPDB] && o->p.top_db >= 0 && p->log != MEL_LOG_DB)
+	if (o->given[MEL_F_TOP_DB] && o->p.top_db >= 0 && p->log != MEL_LOG_DB)
 		prog_usage_error("--top-db applies to --log db only");
-	if (o->given[G_FMIN] && o->given[G_FMAX] && p->fmin >= p->fmax)
+	if (o->given[MEL_F_FMIN] && o->given[MEL_F_FMAX] && p->fmin >= p->fmax)
 		prog_usage_error("--fmin %g is not below --fmax %g", p->fmin,
 				 p->fmax);
 }
@@ -448,8 +401,8 @@ static int resolve_rate(const struct options *o, mel_params *p, double sr)
 	double nyquist = sr / 2.0;
 
 	p->sample_rate = sr;
-	if (!o->given[G_FMAX])
-		p->fmax = o->preset == PRESET_TORCH ? floor(nyquist) : nyquist;
+	if (!o->given[MEL_F_FMAX])
+		p->fmax = mel_preset_fmax(o->preset, sr);
 	if (p->fmax > nyquist) {
 		prog_err("--fmax %g is above the stream's Nyquist frequency "
 			 "%g Hz (sample_rate %g)", p->fmax, nyquist, sr);
