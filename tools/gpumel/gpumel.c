@@ -3,15 +3,13 @@
  * record stream, on the GPU (gpumel-cuda.so) or on the CPU (FFTW3f).
  *
  * This file wires the parts together: the options (gpumel_opts.c), the
- * streams' headers, the backend, and the three threads that keep the
- * pipes and the compute busy at once (loop.h: pack.c reads and packs the
- * records, loop.c computes the batches and writes them out).
+ * streams' headers, the backend (gpumel-cuda.so through cuda_load.c, or
+ * cpu_backend.c), and the three threads that keep the pipes and the
+ * compute busy at once (loop.h: pack.c reads and packs the records,
+ * loop.c computes the batches and writes them out).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,176 +18,11 @@
 #include "../../lib/rec.h"
 #include "../common/prog.h"
 #include "backend.h"
+#include "cuda_load.h"
 #include "gpumel_opts.h"
 #include "loop.h"
 
-#define CUDA_SO "gpumel-cuda.so"
-#define SO_PATH_MAX (PATH_MAX + 64)
 #define WRITE_BUFFER (4u << 20)
-
-/* ------------------------------------------------------------------ */
-/* Backends */
-
-/* Where gpumel-cuda.so should be: beside the program, or in
- * ../lib/melpipe/ from it (an installed tree). */
-static int cuda_so_paths(char paths[2][SO_PATH_MAX])
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	snprintf(paths[0], SO_PATH_MAX, "%s/%s", exe, CUDA_SO);
-	snprintf(paths[1], SO_PATH_MAX, "%s/../lib/melpipe/%s", exe, CUDA_SO);
-	return 0;
-}
-
-/* Loads gpumel-cuda.so into *dl; -1 with why in err. */
-static int load_cuda_so(void **dl, char *err, size_t errlen)
-{
-	char paths[2][SO_PATH_MAX];
-	int i;
-
-	if (cuda_so_paths(paths) < 0) {
-		snprintf(err, errlen, "cannot find the program's folder "
-			 "to look for %s", CUDA_SO);
-		return -1;
-	}
-	for (i = 0; i < 2 && access(paths[i], F_OK); i++)
-		;
-	if (i == 2) {
-		snprintf(err, errlen, "%s not found in '%.200s' nor '%.200s'",
-			 CUDA_SO, paths[0], paths[1]);
-		return -1;
-	}
-	*dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-	if (!*dl) {
-		snprintf(err, errlen, "%s", dlerror());
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The CUDA driver's start and a device's context take 0.2-0.3 s, which
- * gpumel would otherwise spend after the stream's header has come, with
- * the stages upstream stalled on full pipes: a thread loads
- * gpumel-cuda.so and starts both (mel_cuda_warm) as soon as gpumel runs.
- */
-struct warm {
-	pthread_t thread;
-	int started;           /* the thread runs or ran, not joined */
-	int device;            /* --device cuda:N, -1: the first */
-	void *dl;              /* gpumel-cuda.so, for open_cuda() */
-	int failed;            /* loading failed: why in err */
-	char err[512];
-	double t0, t1;         /* the thread's start and end */
-};
-
-static void *warm_main(void *arg)
-{
-	struct warm *w = arg;
-	mel_cuda_warm_fn fn;
-	void *sym;
-
-	if (load_cuda_so(&w->dl, w->err, sizeof(w->err)) < 0) {
-		w->failed = 1;
-	} else if ((sym = dlsym(w->dl, MEL_CUDA_WARM_SYMBOL))) {
-		memcpy(&fn, &sym, sizeof(fn));
-		fn(w->device);
-	}
-	w->t1 = prog_now();
-	return NULL;
-}
-
-/* Starts the warm-up; where no thread can start, open_cuda() loads the
- * backend itself. */
-static void warm_start(struct warm *w, int device)
-{
-	w->device = device;
-	w->t0 = prog_now();
-	w->started = pthread_create(&w->thread, NULL, warm_main, w) == 0;
-}
-
-static void warm_join(struct warm *w)
-{
-	if (w->started)
-		pthread_join(w->thread, NULL);
-	w->started = 0;
-}
-
-/* Opens the CUDA backend from the warmed-up gpumel-cuda.so (loading it
- * now when there was no warm-up); -1 with why in err. */
-static int open_cuda(const struct options *o, const mel_params *p,
-		     const mel_fb *fb, struct warm *w, void **dl,
-		     mel_backend **be, char *err, size_t errlen)
-{
-	mel_cuda_open_fn fn;
-	void *sym;
-
-	warm_join(w);
-	if (w->failed) {
-		snprintf(err, errlen, "%s", w->err);
-		return -1;
-	}
-	if (w->dl) {
-		*dl = w->dl;
-		w->dl = NULL;
-	} else if (load_cuda_so(dl, err, errlen) < 0) {
-		return -1;
-	}
-	sym = dlsym(*dl, MEL_CUDA_OPEN_SYMBOL);
-	if (!sym) {
-		snprintf(err, errlen, "%s has no symbol %s", CUDA_SO,
-			 MEL_CUDA_OPEN_SYMBOL);
-		return -1;
-	}
-	memcpy(&fn, &sym, sizeof(fn));
-	return fn(p, fb, o->cuda_index, o->batch, be, err, errlen);
-}
-
-/* The backend that --device asks for; NULL after a message. */
-static mel_backend *open_backend(const struct options *o,
-				 const mel_params *p, const mel_fb *fb,
-				 struct warm *w, void **dl)
-{
-	char err[512] = "";
-	mel_backend *be = NULL;
-
-	if (o->device != DEV_CPU) {
-		if (open_cuda(o, p, fb, w, dl, &be, err, sizeof(err)) == 0)
-			return be;
-		if (be)
-			be->destroy(be);
-		if (*dl)
-			dlclose(*dl);
-		*dl = NULL;
-		if (o->device == DEV_CUDA && o->cuda_index < 0) {
-			prog_err("no usable GPU for --device cuda: %s", err);
-			return NULL;
-		}
-		if (o->device == DEV_CUDA) {
-			prog_err("no usable GPU for --device cuda:%d: %s",
-				 o->cuda_index, err);
-			return NULL;
-		}
-		prog_warn("no usable GPU (%s); using the CPU backend", err);
-	}
-	if (mel_cpu_open(p, fb, o->jobs, &be, err, sizeof(err)) < 0) {
-		prog_err("%s", err);
-		return NULL;
-	}
-	return be;
-}
-
-/* ------------------------------------------------------------------ */
-/* Streams */
 
 /* The stream's sample rate from its header; -1 after a message. */
 static int stream_rate(const rec_header *h, const char *name, double *sr)
@@ -302,7 +135,7 @@ struct run {
 	mel_fb *fb;
 	mel_backend *be;
 	void *dl;
-	struct warm warm;
+	struct cuda_warm warm;
 	struct loop lp;
 };
 
@@ -323,7 +156,7 @@ static int open_streams(struct run *r, const struct options *o,
 	/* after the checks that exit (a terminal): not while the warm-up
 	 * may be inside the CUDA runtime */
 	if (o->device != DEV_CPU)
-		warm_start(&r->warm, o->cuda_index);
+		cuda_warm_start(&r->warm, o->cuda_index);
 	err = rec_reader_open(&r->rd, r->in_fd, &ro);
 	if (err) {
 		prog_err("%s", rec_reader_detail(r->rd)[0] ?
@@ -334,6 +167,36 @@ static int open_streams(struct run *r, const struct options *o,
 	    gpumel_resolve_rate(o, p, sr) < 0)
 		return -1;
 	return 0;
+}
+
+/* The backend that --device asks for; NULL after a message. */
+static mel_backend *open_backend(const struct options *o,
+				 const mel_params *p, const mel_fb *fb,
+				 struct cuda_warm *w, void **dl)
+{
+	char err[512] = "";
+	mel_backend *be = NULL;
+
+	if (o->device != DEV_CPU) {
+		if (cuda_open(p, fb, o->cuda_index, o->batch, w, dl, &be, err,
+			      sizeof(err)) == 0)
+			return be;
+		if (o->device == DEV_CUDA && o->cuda_index < 0) {
+			prog_err("no usable GPU for --device cuda: %s", err);
+			return NULL;
+		}
+		if (o->device == DEV_CUDA) {
+			prog_err("no usable GPU for --device cuda:%d: %s",
+				 o->cuda_index, err);
+			return NULL;
+		}
+		prog_warn("no usable GPU (%s); using the CPU backend", err);
+	}
+	if (mel_cpu_open(p, fb, o->jobs, &be, err, sizeof(err)) < 0) {
+		prog_err("%s", err);
+		return NULL;
+	}
+	return be;
 }
 
 static int open_compute(struct run *r, const struct options *o,
@@ -431,9 +294,7 @@ static void close_output(struct run *r)
 static void run_close(struct run *r)
 {
 	/* not while the warm-up thread may be inside the CUDA runtime */
-	warm_join(&r->warm);
-	if (r->warm.dl)
-		dlclose(r->warm.dl);
+	cuda_warm_close(&r->warm);
 	if (r->lp.hb)
 		loop_free(&r->lp);
 	rec_writer_close(r->wr);
@@ -441,8 +302,7 @@ static void run_close(struct run *r)
 	rec_header_free(r->oh);
 	if (r->be)
 		r->be->destroy(r->be);
-	if (r->dl)
-		dlclose(r->dl);
+	cuda_unload(r->dl);
 	mel_fb_free(r->fb);
 	if (r->in_fd > STDIN_FILENO)
 		close(r->in_fd);
