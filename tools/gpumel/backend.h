@@ -1,8 +1,8 @@
 /*
  * backend.h - the interface between gpumel's host loop and its compute
- * backends (CPU: FFTW3f in cpu.c; GPU: CUDA + cuFFT in the .cu files, built
- * into gpumel-cuda.so and loaded with dlopen so that the same gpumel binary
- * runs where there is no GPU or no CUDA library).
+ * backends (CPU: FFTW3f in cpu_backend.c; GPU: CUDA + cuFFT in the .cu
+ * files, built into gpumel-cuda.so and loaded with dlopen so that the same
+ * gpumel binary runs where there is no GPU or no CUDA library).
  *
  * Plain C: included by C and by .cu files alike.
  */

@@ -1,5 +1,5 @@
 /*
- * cpu.c - gpumel's CPU backend: FFTW3f on a pool of worker threads.
+ * cpu_backend.c - gpumel's CPU backend: FFTW3f on a pool of worker threads.
  *
  * A batch is cut into equal runs of frames (not records, so that one long
  * record still keeps every thread busy); the calling thread takes the

@@ -1,0 +1,48 @@
+/*
+ * gpumel_opts.h - gpumel's command line: the options, their parsing, and
+ * the transform's parameters resolved from them (the preset's values for
+ * those not given, then fmax from the stream's sample rate).
+ *
+ * Usage errors exit with EXIT_USAGE after a message; --help and --version
+ * exit with EXIT_OK.
+ */
+#ifndef MELPIPE_GPUMEL_OPTS_H
+#define MELPIPE_GPUMEL_OPTS_H
+
+#include <stddef.h>
+
+#include "../../lib/rec.h"
+#include "backend.h"
+#include "mel_presets.h"
+
+enum device { DEV_AUTO, DEV_CPU, DEV_CUDA };
+
+struct options {
+	mel_params p;          /* the values given; see given[] */
+	int given[MEL_F_COUNT];
+	int preset;            /* enum mel_preset */
+	int device;            /* enum device */
+	int cuda_index;        /* -1: the first usable GPU */
+	int jobs;
+	size_t batch;          /* records per batch; 0: from the data */
+	const char *input;     /* NULL: stdin */
+	const char *output;    /* NULL: stdout */
+};
+
+/* Parses the command line into *o. */
+void gpumel_parse_args(int argc, char **argv, struct options *o);
+
+/* Fills in every parameter that was not given from the preset (or the
+ * plain defaults), except fmax, which needs the sample rate, then checks
+ * what can be checked before the stream's sample rate is known. */
+void gpumel_resolve(const struct options *o, mel_params *p);
+
+/* Sets the sample rate and fmax; -1 after a message when a parameter
+ * does not suit the stream. */
+int gpumel_resolve_rate(const struct options *o, mel_params *p, double sr);
+
+/* Adds every parameter of p to h, named and spelled as the options name
+ * them (n_fft, window hann, ...); nonzero when out of memory. */
+int gpumel_header_params(rec_header *h, const mel_params *p);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * loop.h - what gpumel's three threads share, private to gpumel: the
+ * batches, the queues they circulate through and the loop's state.
+ *
+ *   reader:  rec_read() -> samples packed into batches (the backend's
+ *            buffers), record metadata copied into the batch (pack.c)
+ *   compute: (the main thread) submits batches to the backend, up to its
+ *            depth in flight, and collects them in order (loop.c)
+ *   writer:  the finished batches' records -> rec_write() (loop.c)
+ * The batches circulate through three bounded queues (free -> ready ->
+ * done -> free), so memory stays flat and records leave in input order.
+ */
+#ifndef MELPIPE_GPUMEL_LOOP_H
+#define MELPIPE_GPUMEL_LOOP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/rec.h"
+#include "backend.h"
+
+#define DEFAULT_BATCH_RECS (1u << 18) /* chosen from the data */
+#define MAX_BATCH_BYTES (1ul << 30)
+/* Input bytes per batch when the data choose: 2-16 MiB batches stay in
+ * the CPU's caches while the reader fills them and pack 2-3 times faster
+ * than 32-64 MiB ones (1 KiB records), and the GPU needs no more per
+ * launch. */
+#define BATCH_BYTES (8u << 20)
+
+/* One record leaving in a batch, in stream order. */
+struct entry {
+	uint64_t clip, offset, clip_samples;
+	uint32_t segment, sample_rate;
+	int32_t label;
+	int split;
+	int skipped;           /* leaves as a skipped record (text: reason) */
+	size_t rec;            /* computed: index in the batch's mel_rec[] */
+	size_t key_off, key_len, text_off, text_len; /* in the arena */
+};
+
+struct hbatch {
+	mel_batch mb;
+	int allocated;         /* mb holds the backend's buffers */
+	struct entry *ent;
+	size_t n_ent, cap_ent;
+	char *arena;           /* keys and reasons */
+	size_t arena_len, arena_cap;
+	size_t in_used;        /* elements of mb.in in use */
+	uint64_t out_used;     /* elements of mb.out in use */
+	int done;              /* computed (or nothing to compute) */
+	/* A request from the reader to the compute thread to grow mb. */
+	int resize;
+	size_t want_in, want_out, want_recs;
+};
+
+struct queue {
+	struct hbatch **v;
+	size_t cap, head, len;
+	int closed;            /* the producer is done */
+	pthread_cond_t cond;
+};
+
+struct stats {
+	uint64_t audio, skipped_in, skipped_here; /* reader */
+	uint64_t features, skipped_out;           /* writer */
+	double t_reader;                          /* reader, all */
+	double t_out_blocked, t_alloc;            /* reader, waiting */
+	double t_compute, t_starved;              /* compute */
+	double t_write;                           /* writer */
+};
+
+struct loop {
+	pthread_mutex_t mu;    /* the queues, abort, resize */
+	pthread_cond_t resized;
+	struct queue free_q, ready_q, done_q;
+	atomic_int abort;      /* set under mu, read anywhere */
+	char err[1024];
+
+	mel_params p;
+	mel_backend *be;
+	rec_reader *rd;
+	rec_writer *wr;
+	size_t out_size;
+	struct hbatch *hb;
+	size_t n_hb;
+	int sized;             /* the batches have the size from the data */
+	size_t target_in;      /* input bytes per batch */
+	size_t batch_recs;     /* --batch */
+	size_t cap_in, cap_out, cap_recs; /* batch size chosen from data */
+	void *pad;             /* reader: a padded window, taken alone */
+	size_t pad_cap;
+	struct stats st;
+};
+
+/* Stops every thread; the first message wins. */
+void loop_fail(struct loop *lp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A push never waits: each queue has room for every batch. */
+void q_push(struct loop *lp, struct queue *q, struct hbatch *hb);
+/* The producer is done: q_pop() returns NULL once q is empty. */
+void q_close(struct loop *lp, struct queue *q);
+/* The next batch; NULL once the queue is closed and empty, or on abort.
+ * With wait == 0, NULL also when it is empty now. */
+struct hbatch *q_pop(struct loop *lp, struct queue *q, int wait);
+
+/* Read without the lock: checked once per record by the reader. */
+static inline int aborted(struct loop *lp)
+{
+	return atomic_load_explicit(&lp->abort, memory_order_acquire);
+}
+
+/* The reader thread (pack.c): reads lp->rd to its end, packing the
+ * records into batches for the ready queue, which it closes at the end. */
+void *reader_main(void *arg);
+
+/* Sets up n_hb batches (their buffers allocated later, once the data
+ * give their size), all in the free queue; -1 when out of memory. The
+ * caller has filled in p, be, rd, wr, out_size, batch_recs and
+ * target_in. */
+int loop_init(struct loop *lp, size_t n_hb);
+/* Frees the batches (with the backend) and the queues. */
+void loop_free(struct loop *lp);
+/* Runs the three threads over the whole stream: 0, or -1 after an error
+ * (in lp->err); see loop.c for what an error leaves running. */
+int run_loop(struct loop *lp);
+
+#endif
