@@ -185,6 +185,17 @@ test_expect_success '-v reports records, bytes, times and the backend' '
 	test_grep "^gpumel: done 6, skipped 0" err
 '
 
+test_expect_success 'the later of -q and -v wins' '
+	test_q_v_later_wins "^gpumel: done 6, skipped 0" gpumel $SMALL in.rec
+'
+
+test_expect_success 'a missing option argument is one usage error' '
+	test_single_usage_error gpumel -o </dev/null &&
+	test_single_usage_error gpumel --no-such-option </dev/null &&
+	test_usage_error gpumel -j 1025 in.rec &&
+	gpumel $SMALL -j 1024 in.rec >/dev/null
+'
+
 test_expect_success 'an empty stream gives an empty features stream' '
 	$MK --n 0 >empty.rec &&
 	gpumel $SMALL empty.rec >empty.out 2>err &&

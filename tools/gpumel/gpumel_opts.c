@@ -266,39 +266,6 @@ static int parse_scale(struct options *o, int c, const char *arg)
 	return 0;
 }
 
-/*
- * The flags every melpipe program shares (-h, -j, -o, -q, -V, -v): 0, or
- * -1 when c is not one of them. Kept apart for a shared option helper to
- * take over.
- */
-static int parse_shared(struct options *o, int c, const char *arg)
-{
-	switch (c) {
-	case 'h':
-		usage(stdout);
-		exit(EXIT_OK);
-	case 'j':
-		o->jobs = (int)prog_arg_u64("--jobs", arg, 1, 1024);
-		break;
-	case 'o':
-		o->output = arg;
-		break;
-	case 'q':
-		prog_verbosity = -1;
-		break;
-	case 'V':
-		prog_version();
-		exit(EXIT_OK);
-	case 'v':
-		if (prog_verbosity >= 0)
-			prog_verbosity++;
-		break;
-	default:
-		return -1;
-	}
-	return 0;
-}
-
 /* The options that are about neither the transform nor every program. */
 static void parse_other(struct options *o, int c, const char *arg)
 {
@@ -312,8 +279,8 @@ static void parse_other(struct options *o, int c, const char *arg)
 	case OPT_PRESET:
 		o->preset = pick("--preset", arg, mel_preset_names + 1) + 1;
 		break;
-	default:
-		prog_usage_error("unknown or incomplete option");
+	default: /* '?': getopt_long has said what */
+		prog_usage_hint();
 	}
 }
 
@@ -325,20 +292,19 @@ void gpumel_parse_args(int argc, char **argv, struct options *o)
 	o->cuda_index = -1;
 	while ((c = getopt_long(argc, argv, "hj:o:qVv", longopts, NULL)) !=
 	       -1) {
-		if (parse_transform(o, c, optarg) < 0 &&
-		    parse_scale(o, c, optarg) < 0 &&
-		    parse_shared(o, c, optarg) < 0)
+		if (!prog_common_opt(c, optarg, &o->co, usage) &&
+		    parse_transform(o, c, optarg) < 0 &&
+		    parse_scale(o, c, optarg) < 0)
 			parse_other(o, c, optarg);
 	}
 	if (argc - optind > 1)
 		prog_usage_error("too many arguments: one input at most");
 	if (optind < argc && strcmp(argv[optind], "-"))
 		o->input = argv[optind];
-	if (!o->jobs) {
-		size_t n = prog_cpus();
-
-		o->jobs = n > 1024 ? 1024 : (int)n;
-	}
+	o->output = o->co.output;
+	o->jobs = (int)(o->co.jobs ? o->co.jobs : prog_cpus());
+	if (o->jobs > PROG_MAX_JOBS)
+		o->jobs = PROG_MAX_JOBS;
 }
 
 /* Checks what can be checked before the stream's sample rate is known. */

@@ -14,6 +14,7 @@
 #include "../../lib/rec.h"
 #include "backend.h"
 #include "mel_presets.h"
+#include "../common/opts.h"
 
 enum device { DEV_AUTO, DEV_CPU, DEV_CUDA };
 
@@ -23,10 +24,11 @@ struct options {
 	int preset;            /* enum mel_preset */
 	int device;            /* enum device */
 	int cuda_index;        /* -1: the first usable GPU */
-	int jobs;
+	struct prog_common co; /* -q -v -h -V -o -j, as every program */
+	int jobs;              /* -j, or the CPUs it may use */
 	size_t batch;          /* records per batch; 0: from the data */
 	const char *input;     /* NULL: stdin */
-	const char *output;    /* NULL: stdout */
+	const char *output;    /* co.output; NULL: stdout */
 };
 
 /* Parses the command line into *o. */
