@@ -46,9 +46,11 @@ $(PRELOAD_SO): $(HELPER_DIR)/%.so: tests/helper/%.c
 # The fuzz targets' plain mains share their mutations (mutate.c).
 $(HELPER_DIR)/fuzz-rec: $(HELPER_DIR)/mutate.o
 
-# fuzz-decode drives wavcat's decoder: linked with its decode.c (and
-# inputs.c, for quote_name_buf) and wavcat's libraries.
-FUZZ_DECODE_WAVCAT := tools/wavcat/decode.c tools/wavcat/inputs.c
+# fuzz-decode drives wavcat's decoder: linked with its files (decode.c,
+# sfopen.c, resample.c, sink.c; quote.c for quote_name_buf) and wavcat's
+# libraries.
+FUZZ_DECODE_WAVCAT := tools/wavcat/decode.c tools/wavcat/sfopen.c \
+	tools/wavcat/resample.c tools/wavcat/sink.c tools/wavcat/quote.c
 
 $(HELPER_DIR)/fuzz-decode: $(HELPER_DIR)/fuzz-decode.o $(HELPER_DIR)/mutate.o \
 		$(FUZZ_DECODE_WAVCAT:%.c=$(BUILD)/%.o) $(COMMON_OBJ) $(LIB_A)

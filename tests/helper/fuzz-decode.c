@@ -21,7 +21,7 @@
  *   - decode_probe_rate() succeeds only with the file's own rate.
  *
  * What the file "really" holds comes from libsndfile opened here on the
- * input bytes, independently of decode.c's I/O.
+ * input bytes, independently of the decoder's I/O (sfopen.c).
  *
  * Built with clang -fsanitize=fuzzer,address and -DMELPIPE_LIBFUZZER it
  * is a libFuzzer target. Without it (the default build) the plain main

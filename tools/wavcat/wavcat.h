@@ -1,7 +1,8 @@
 /*
  * wavcat.h - what the parts of wavcat share: the list of clips found in
- * the inputs (inputs.c), their labels (labels.c) and splits (split.c),
- * the decoder (decode.c) and the pool of decoder threads (pool.c).
+ * the inputs (inputs.c, walk.c, cliplist.c, merge.c), their labels
+ * (labels.c) and splits (split.c), the decoder (decode.c) and the pool of
+ * decoder threads (pool.c).
  */
 #ifndef MELPIPE_WAVCAT_H
 #define MELPIPE_WAVCAT_H
@@ -62,7 +63,9 @@ struct clip_list {
 	int stdin_used;     /* "-" was seen */
 };
 
-/* inputs.c */
+/* The list of inputs: inputs.c reads the arguments, walk.c the folders;
+ * cliplist.c keeps the list (inputs_init(), inputs_free()) and merge.c
+ * hands it out in order (inputs_finish() to inputs_keep_clip()). */
 
 /* Readies cl for inputs_add_arg(): empty, with a sort buffer of limit
  * bytes and temporary files in tmp_dir (NULL: $TMPDIR, else /tmp). */
@@ -90,15 +93,20 @@ int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,
 		     struct clip *kept);
 /* Frees everything held by cl and closes the temporary file. */
 void inputs_free(struct clip_list *cl);
-/* Whether a file name has an extension wavcat decodes in folders. */
+
+/* extensions.c: whether a file name has an extension wavcat decodes in
+ * folders. */
 int inputs_is_audio_name(const char *name);
 /* Prints the extensions wavcat looks for in folders, for --help. */
 void inputs_print_extensions(FILE *f, int indent, int width);
-/* Reads all of the file at path into a NUL-terminated buffer (its length
- * in *len). NULL with errno set on failure. */
+
+/* readfile.c: reads all of the file at path into a NUL-terminated
+ * buffer (its length in *len). NULL with errno set on failure. */
 char *read_file(const char *path, size_t *len);
-/* Writes s to f with control bytes escaped (\n, \t, \xHH), so that a
- * message about a file with a newline in its name stays on one line. */
+
+/* quote.c: writes s to f with control bytes escaped (\n, \t, \xHH), so
+ * that a message about a file with a newline in its name stays on one
+ * line. */
 void quote_name(FILE *f, const char *s);
 /* The same into buf (always NUL-terminated, truncated if needed). */
 const char *quote_name_buf(char *buf, size_t size, const char *s);

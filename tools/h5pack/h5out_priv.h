@@ -1,0 +1,137 @@
+/*
+ * h5out_priv.h - the writer's state, shared by the files that make up
+ * h5out (h5out.h): h5out.c (the file, creating and finishing it),
+ * h5fail.c (the library's errors as messages), h5layout.c (the groups and
+ * their datasets), h5rows.c (the rows) and h5tables.c (the tables and the
+ * clip accounting). Nothing outside those files includes it.
+ */
+#ifndef MELPIPE_H5OUT_PRIV_H
+#define MELPIPE_H5OUT_PRIV_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/rec.h"
+#include "h5out.h"
+
+#define TABLE_CHUNK 4096u       /* rows per chunk (and write) of a table */
+#define TABLE_MAXCOL 5
+#define NO_ID ((hid_t)-1)
+
+/* One split group: its datasets and the rows waiting to be written. */
+struct group {
+	hid_t gid;
+	hid_t d_features, d_label, d_clip, d_segment, d_offset;
+	uint64_t rows;   /* rows in the file */
+	size_t n, cap;   /* rows buffered, buffer capacity */
+	unsigned char *features;
+	int32_t *label, *clip, *segment;
+	int64_t *offset;
+};
+
+/* One column of a table and its block of rows waiting to be written. */
+struct column {
+	const char *name;
+	hid_t type;          /* in the file (owned) */
+	hid_t mtype;         /* in memory: type, or a predefined type */
+	size_t size;         /* bytes of an element in memory */
+	hid_t d;
+	unsigned char *buf;  /* TABLE_CHUNK elements */
+};
+
+/* /clips or /skipped, written TABLE_CHUNK rows at a time as the stream
+ * goes. String columns point into text, which holds the buffered rows'
+ * strings and is emptied by each write. */
+struct table {
+	const char *name;
+	hid_t gid;
+	struct column col[TABLE_MAXCOL];
+	int ncol;
+	size_t n;            /* rows buffered */
+	uint64_t rows;       /* rows in the file */
+	char *text;
+	size_t text_len, text_cap;
+};
+
+struct h5out {
+	struct h5out_opts o;
+	const char *name;
+	hid_t file;
+	hid_t dxpl;           /* transfer properties of every write */
+	hid_t ftype;          /* element type of features, file = memory */
+	struct group groups[4];
+	int has_group[4];
+
+	int shape_known;
+	uint32_t dim0, dim1;  /* of the first row */
+	int rank;             /* of features: 3, or 2 for mono audio */
+	size_t row_bytes;
+	hsize_t chunk_rows;
+	char *first_key;      /* names the first row in shape errors */
+
+	struct table clips, skipped;
+	uint64_t n_clips;       /* one more than the highest clip index */
+	uint64_t clips_seen;
+	uint64_t missing;       /* clip indices passed over, never to come */
+	uint64_t first_missing;
+
+	struct chunkpool *pool; /* compression threads, or NULL */
+	size_t jobs;            /* its threads */
+	uint64_t n_direct;      /* chunks it compressed, written */
+	double t_write;
+	double t_compress;
+};
+
+/* h5fail.c: every function that fails prints why, naming the dataset
+ * file, and returns -1. */
+
+/* Has the library keep its first failure's description for h5_fail()
+ * instead of printing its error stack. */
+void h5_catch_errors(void);
+/* "unable to WHAT in 'NAME': REASON", the reason the library's. */
+int h5_fail(const h5out *h, const char *what);
+int h5_oom(const h5out *h);
+
+/* h5layout.c */
+
+/* The file's element type for dtype (REC_S16, REC_F32, REC_F16,
+ * REC_BF16), or NO_ID. */
+hid_t element_type(int dtype);
+/* The type of /clips' split column: an enum of the group names. */
+hid_t split_enum_type(void);
+hid_t chunked_dataset(hid_t loc, const char *name, hid_t type, int rank,
+		      const hsize_t *dims, const hsize_t *max,
+		      const hsize_t *chunk, size_t cache_bytes,
+		      const struct h5out_opts *o);
+hid_t new_group(h5out *h, const char *name);
+int make_group(h5out *h, int split);
+int make_row_datasets(h5out *h, struct group *g, hsize_t total);
+int alloc_buffers(h5out *h, struct group *g);
+/* Frees a group's buffers and closes its objects without reporting. */
+void close_group(struct group *g);
+int close_groups(h5out *h);
+
+/* h5rows.c */
+
+int set_shape(h5out *h, const rec_item *it);
+/* Writes n rows from buf (mtype) at row `at` of d, grown to hold them. */
+int append_rows(h5out *h, hid_t d, hid_t mtype, int rank, hsize_t at,
+		hsize_t n, const void *buf);
+int flush_group(h5out *h, struct group *g, int final);
+/* Writes every chunk still with the compression threads. */
+int drain_chunks(h5out *h);
+int add_row(h5out *h, const rec_item *it);
+
+/* h5tables.c */
+
+int table_init(h5out *h, struct table *t, int skipped);
+int table_flush(h5out *h, struct table *t, int final);
+int table_close(h5out *h, struct table *t);
+void table_free(struct table *t);
+int write_labels(h5out *h, const rec_header *hdr);
+int note_clip(h5out *h, const rec_item *it);
+int add_skipped(h5out *h, const rec_item *it);
+int check_clips(h5out *h);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * h5rows.c - the rows of the split groups: buffered a features chunk at
+ * a time, appended to the extendible datasets, and when compressed, the
+ * full chunks of features handed to the compression threads and written
+ * as they come back.
+ */
+#include <errno.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "../common/prog.h"
+#include "chunkpool.h"
+#include "h5out_priv.h"
+
+#define MAX_CHUNK_ROWS (1u << 20) /* rows of a features chunk at most */
+#define POOL_DEPTH 16u          /* compressed chunks in flight at most */
+#define POOL_BYTES (64u << 20)  /* and their buffers' bytes at most */
+
+/*
+ * The compression threads. The chunks in flight (depth) depend on the
+ * chunk size only, never on the number of threads: a chunk is written
+ * when the chunk depth places after it is handed in, so the sequence of
+ * writes, and so the file, is the same for any --jobs.
+ */
+static int start_pool(h5out *h)
+{
+	size_t chunk = (size_t)h->chunk_rows * h->row_bytes;
+	size_t depth = POOL_BYTES / (2 * chunk);
+	size_t jobs = h->o.jobs ? h->o.jobs : 1;
+
+	depth = depth < 2 ? 2 : depth > POOL_DEPTH ? POOL_DEPTH : depth;
+	jobs = jobs > depth ? depth : jobs;
+	h->pool = chunkpool_start(h->o.compress, h->o.level,
+				  rec_dtype_size(h->o.dtype), chunk, jobs,
+				  depth);
+	if (!h->pool) {
+		prog_err("unable to start %zu compression threads for '%s': "
+			 "%s", jobs, h->name, strerror(errno));
+		return -1;
+	}
+	h->jobs = chunkpool_threads(h->pool);
+	return 0;
+}
+
+/* The first row fixes the shape; now the row datasets can be made. */
+int set_shape(h5out *h, const rec_item *it)
+{
+	size_t esize = rec_dtype_size(h->o.dtype);
+
+	h->shape_known = 1;
+	h->dim0 = it ? it->dim0 : 0;
+	h->dim1 = it ? it->dim1 : 0;
+	h->rank = h->o.kind == REC_T_AUDIO && (!it || it->dim1 == 1) ? 2 : 3;
+	h->row_bytes = (size_t)h->dim0 * h->dim1 * esize;
+	h->chunk_rows = 1;
+	if (h->row_bytes && h->row_bytes < h->o.chunk_bytes)
+		h->chunk_rows = h->o.chunk_bytes / h->row_bytes;
+	/* tiny rows: the per-row columns would outweigh the features */
+	if (h->chunk_rows > MAX_CHUNK_ROWS)
+		h->chunk_rows = MAX_CHUNK_ROWS;
+	if (it) {
+		h->first_key = strndup(it->key, it->key_len);
+		if (!h->first_key)
+			return h5_oom(h);
+	}
+	if (h->o.compress != H5OUT_NONE && h->row_bytes &&
+	    start_pool(h) < 0)
+		return -1;
+	for (int s = 0; s < 4; s++)
+		if (h->has_group[s] && alloc_buffers(h, &h->groups[s]))
+			return -1;
+	return 0;
+}
+
+int append_rows(h5out *h, hid_t d, hid_t mtype, int rank, hsize_t at,
+		hsize_t n, const void *buf)
+{
+	hsize_t dims[3] = { at + n, h->dim0, h->dim1 };
+	hsize_t start[3] = { at, 0, 0 }, count[3] = { n, h->dim0, h->dim1 };
+	hid_t fspace = NO_ID, mspace = NO_ID;
+	int ret = -1;
+
+	if (rank == 2)
+		dims[1] = count[1] = h->dim0; /* audio: [rows, samples] */
+	if (H5Dset_extent(d, dims) < 0)
+		goto out;
+	fspace = H5Dget_space(d);
+	mspace = H5Screate_simple(rank, count, NULL);
+	if (fspace < 0 || mspace < 0 ||
+	    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count,
+				NULL) < 0 ||
+	    H5Dwrite(d, mtype, mspace, fspace, h->dxpl, buf) < 0)
+		goto out;
+	ret = 0;
+out:
+	if (fspace >= 0)
+		H5Sclose(fspace);
+	if (mspace >= 0)
+		H5Sclose(mspace);
+	return ret;
+}
+
+/* Writes the oldest chunk the threads compressed. */
+static int write_oldest(h5out *h)
+{
+	const struct chunk_job *j = chunkpool_oldest(h->pool);
+	hsize_t offset[3] = { 0, 0, 0 };
+
+	if (!j)
+		return 0;
+	if (j->err) {
+		prog_err("unable to compress a chunk of '%s': %s", h->name,
+			 j->err);
+		return -1;
+	}
+	offset[0] = j->at;
+	if (H5Dwrite_chunk(h->groups[j->tag].d_features, h->dxpl, 0, offset,
+			   j->out_len, j->out) < 0)
+		return h5_fail(h, "write rows");
+	chunkpool_release(h->pool);
+	h->n_direct++;
+	return 0;
+}
+
+/* Writes every chunk still with the threads. */
+int drain_chunks(h5out *h)
+{
+	double t0 = prog_now();
+	int err = 0;
+
+	while (!err && h->pool && chunkpool_pending(h->pool))
+		err = write_oldest(h);
+	h->t_write += prog_now() - t0;
+	return err;
+}
+
+/* Hands a group's full chunk of features to the threads (the dataset
+ * grown to hold it), after writing the oldest one when all are busy. */
+static int submit_chunk(h5out *h, struct group *g)
+{
+	/* rank 2 (audio): the library reads only { rows, dim0 } */
+	hsize_t dims[3] = { g->rows + g->n, h->dim0, h->dim1 };
+
+	if (H5Dset_extent(g->d_features, dims) < 0)
+		return h5_fail(h, "write rows");
+	while (chunkpool_full(h->pool))
+		if (write_oldest(h))
+			return -1;
+	chunkpool_submit(h->pool, &g->features, g->n * h->row_bytes,
+			 (int)(g - h->groups), g->rows);
+	return 0;
+}
+
+/* Writes the buffered rows; final: they are the group's last. */
+int flush_group(h5out *h, struct group *g, int final)
+{
+	double t0 = prog_now();
+	int err;
+
+	if (g->d_features < 0 &&
+	    make_row_datasets(h, g, final ? g->rows + g->n + !g->n : 0))
+		return -1;
+	if (!g->n)
+		return 0;
+	if (h->pool && !final && g->n == g->cap) {
+		/* it names what failed itself */
+		if (submit_chunk(h, g)) {
+			h->t_write += prog_now() - t0;
+			return -1;
+		}
+		err = 0;
+	} else {
+		err = append_rows(h, g->d_features, h->ftype, h->rank,
+				  g->rows, g->n, g->features);
+	}
+	err = err ||
+	      append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, g->rows, g->n,
+			  g->label) ||
+	      append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, g->rows, g->n,
+			  g->clip) ||
+	      append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, g->rows,
+			  g->n, g->segment) ||
+	      append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, g->rows, g->n,
+			  g->offset);
+	h->t_write += prog_now() - t0;
+	if (err)
+		return h5_fail(h, "write rows");
+	g->rows += g->n;
+	g->n = 0;
+	return 0;
+}
+
+static int check_row(h5out *h, const rec_item *it)
+{
+	if (it->dtype != h->o.dtype) {
+		prog_err("'%.*s': element type %s, but the stream header "
+			 "says %s", (int)it->key_len, it->key,
+			 rec_dtype_name(it->dtype) ? rec_dtype_name(it->dtype)
+						   : "unknown",
+			 rec_dtype_name(h->o.dtype));
+		return -1;
+	}
+	if (it->type != h->o.kind) {
+		prog_err("'%.*s': %s record in a stream of %s",
+			 (int)it->key_len, it->key,
+			 it->type == REC_T_AUDIO ? "an audio" : "a features",
+			 h->o.kind == REC_T_AUDIO ? "audio" : "features");
+		return -1;
+	}
+	if (!h->shape_known) {
+		if (set_shape(h, it))
+			return -1;
+	} else if (it->dim0 != h->dim0 || it->dim1 != h->dim1) {
+		prog_err("'%.*s': shape %" PRIu32 "x%" PRIu32 " differs from "
+			 "%" PRIu32 "x%" PRIu32 " of the first record ('%s'); "
+			 "a dataset needs one shape (segment with --last pad "
+			 "gives one)", (int)it->key_len, it->key, it->dim0,
+			 it->dim1, h->dim0, h->dim1, h->first_key);
+		return -1;
+	}
+	if (it->segment > INT32_MAX || it->offset > INT64_MAX) {
+		prog_err("'%.*s': segment %" PRIu32 " or offset %" PRIu64
+			 " out of range", (int)it->key_len, it->key,
+			 it->segment, it->offset);
+		return -1;
+	}
+	return 0;
+}
+
+int add_row(h5out *h, const rec_item *it)
+{
+	struct group *g;
+
+	if (check_row(h, it) || note_clip(h, it))
+		return -1;
+	if (!h->has_group[it->split] && make_group(h, it->split))
+		return -1;
+	g = &h->groups[it->split];
+	memcpy(g->features + g->n * h->row_bytes, it->data, h->row_bytes);
+	g->label[g->n] = it->label;
+	g->clip[g->n] = (int32_t)it->clip;
+	g->segment[g->n] = (int32_t)it->segment;
+	g->offset[g->n] = (int64_t)it->offset;
+	if (++g->n == g->cap)
+		return flush_group(h, g, 0);
+	return 0;
+}

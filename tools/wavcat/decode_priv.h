@@ -1,0 +1,86 @@
+/*
+ * decode_priv.h - what the files of wavcat's decoder share: decode.c (one
+ * file to one clip), sfopen.c (opening a file for libsndfile), resample.c
+ * (soxr) and sink.c (the clip's samples in the output type). Nothing
+ * outside those files includes it.
+ */
+#ifndef MELPIPE_DECODE_PRIV_H
+#define MELPIPE_DECODE_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <sndfile.h>
+#include <soxr.h>
+
+#include "wavcat.h"
+
+/* Samples read per libsndfile call (all channels): large reads, and
+ * scratch buffers that stay small whatever the clip length. */
+#define CHUNK 65536
+/* Output room per soxr call; soxr keeps what does not fit. */
+#define RCHUNK 65536
+
+struct decoder {
+	struct decode_cfg cfg;
+	soxr_t soxr;             /* kept while files share an input rate */
+	uint32_t soxr_rate;
+	double *ibuf;            /* interleaved samples, CHUNK */
+	short *sbuf;             /* 16-bit samples, CHUNK */
+	double *mono;            /* mixed down, CHUNK */
+	float *fbuf;             /* the same in float for soxr, CHUNK */
+	float *rbuf;             /* resampled, RCHUNK */
+	unsigned char *file;     /* the whole file, if small (sfopen.c) */
+	size_t file_cap;
+	double t_read, t_resample;
+};
+
+/* Where samples go: the clip's buffer in the output type, up to limit. */
+struct sink {
+	struct decoded *out;
+	int dtype;
+	size_t esize;
+	uint64_t limit;          /* samples kept at most */
+	uint64_t produced;       /* samples offered, kept or not */
+	int nomem;
+};
+
+/* libsndfile reads through these callbacks, never through a descriptor
+ * of its own: given one (sf_open_fd), it closes it when an open fails,
+ * whatever it was told, and another thread may have the number by then.
+ * pread() also leaves no shared file offset to keep right. */
+struct vio {
+	int fd;
+	const unsigned char *mem; /* the whole file, or NULL: read fd */
+	sf_count_t pos, len;
+	int err;                 /* errno of a failed read, 0 if none */
+};
+
+/* decode.c: says why the clip is unusable (a skip, unless the status is
+ * already fatal). */
+void set_reason(struct decoded *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* sfopen.c: each int returns 0 (or the descriptor), or -1 with the
+ * reason set. */
+int open_regular(const char *path, struct stat *st, struct decoded *out);
+int read_whole(struct decoder *d, struct vio *v, struct decoded *out);
+int wav_check(const struct vio *v, struct decoded *out);
+SNDFILE *open_sf(struct vio *v, SF_INFO *info, struct decoded *out);
+int check_info(const SF_INFO *info, struct decoded *out);
+void tidy_sf_error(char *dst, size_t size, const char *msg);
+
+/* resample.c */
+int get_soxr(struct decoder *d, uint32_t in, struct decoded *out);
+int resample(struct decoder *d, const double *mono, size_t n,
+	     struct sink *s);
+
+/* sink.c */
+int sink_reserve(struct sink *s, uint64_t n);
+void sink_float(struct sink *s, const float *x, size_t n);
+void sink_double(struct sink *s, const double *x, size_t n);
+void sink_short(struct sink *s, const short *x, size_t n);
+void sink_set_len(struct sink *s, uint64_t n);
+
+#endif
