@@ -37,17 +37,17 @@ test_expect_success GPU 'the bench grid: within 0.01 dB of float64' '
 	test $(grep -c "^ok   gpu" parity.out) -ge 40
 '
 
-test_expect_success GPU 'streams: mixed input types, seeds shape, short' '
+test_expect_success GPU 'streams: mixed input types, the 10-second job's shape, short' '
 	$MK --n 40 --len 1:30000 --lens 30000,1,2,255,256,511,512,513 \
 		--dtype mixed --skip 5,9 --seed 21 >mixed.rec &&
 	$MK --n 20000 --len 512:512 --dtype s16 --rate 4096 --seed 22 \
-		>seeds.rec &&
+		>ten.rec &&
 	$MK --n 300 --len 1:200 --lens 200 --dtype f32 --rate 8000 --seed 23 \
 		>short.rec
 '
 
-test_expect_success GPU 'the seeds command: 512/512, 32 mels, no centre, f16' '
-	gpu_vs_cpu seeds seeds.rec --n-fft 512 --hop 512 --n-mels 32 \
+test_expect_success GPU 'the 10-second job's command: 512/512, 32 mels, no centre, f16' '
+	gpu_vs_cpu ten ten.rec --n-fft 512 --hop 512 --n-mels 32 \
 		--no-center --dtype f16
 '
 
@@ -95,9 +95,9 @@ test_expect_success GPU 'f16 and bf16 are the GPU f32 output rounded' '
 
 test_expect_success GPU 'CUDA graphs on or off: the same bits' '
 	gpumel -q --device cuda --n-fft 512 --hop 512 --n-mels 32 \
-		--no-center --dtype f16 --batch 2000 seeds.rec >g1.rec &&
+		--no-center --dtype f16 --batch 2000 ten.rec >g1.rec &&
 	MELPIPE_CUDA_GRAPH=0 gpumel -q --device cuda --n-fft 512 --hop 512 \
-		--n-mels 32 --no-center --dtype f16 --batch 2000 seeds.rec \
+		--n-mels 32 --no-center --dtype f16 --batch 2000 ten.rec \
 		>g0.rec &&
 	$CMP same g1.rec g0.rec
 '

@@ -13,7 +13,7 @@
     cuda_torchaudio.py bench [--batch 262144] [--reps 30]
         the anchor of the benchmark: torchaudio's MelSpectrogram +
         AmplitudeToDB + cast to float16 on a device-resident batch of the
-        seeds' shape (records of 512 samples, n_fft 512, hop 512, 32 mels,
+        10-second job's shape (records of 512 samples, n_fft 512, hop 512, 32 mels,
         no centring), timed with CUDA events (median); with float32 input
         and with int16 input converted on the GPU. Prints RESULT lines.
 

@@ -30,8 +30,8 @@
 
 #define PROGRESS_EVERY 64       /* records between looks at the clock */
 /* Input bytes between writeback kicks. Counted in records (65,536) it
- * was 10 MB of the seeds' small rows but 500 MB of 1 s clips' features,
- * which then waited for the final sync. */
+ * was 10 MB of the 10-second job's small rows but 500 MB of 1 s clips'
+ * features, which then waited for the final sync. */
 #define WRITEBACK_EVERY (16u << 20)
 #define PROGRESS_INTERVAL 0.1   /* seconds between redraws */
 #define MAX_DEFAULT_JOBS 8

@@ -19,9 +19,9 @@
 
 const struct cfg grid[] = {
 	/* the 10-second job, and with top_db and f32 */
-	{ "seeds", 4096, 512, 512, 512, HANN, 0, REFL, 32, 0, 2048, SLA, NSLA,
+	{ "ten-second", 4096, 512, 512, 512, HANN, 0, REFL, 32, 0, 2048, SLA, NSLA,
 	  2, MEL_LOG_DB, 1e-10, -1, REC_F16, MEL_BINS_RFFT, 512, 1100 },
-	{ "seeds-top80-f32", 4096, 512, 512, 512, HANN, 0, REFL, 32, 0, 2048,
+	{ "ten-second-top80-f32", 4096, 512, 512, 512, HANN, 0, REFL, 32, 0, 2048,
 	  HTK, NNONE, 2, MEL_LOG_DB, 1e-10, 80, REC_F32, MEL_BINS_RFFT, 512,
 	  2048 },
 	/* librosa's defaults (constant padding since librosa 0.10) */
