@@ -441,17 +441,17 @@ static void check_stdout(void)
 static const struct {
 	const char *magic, *magic2, *what;
 } not_streams[] = {
-	{ "\x89HDF\r\n\x1a\n", NULL, "an HDF5 file, not a record stream "
+	{ "\x89HDF\r\n\x1a\n", NULL, "an HDF5 file "
 	  "(h5dump or scripts/h5info.py read it)" },
-	{ "RIFF", "WAVE", "an audio file (WAV), not a record stream; wavcat "
+	{ "RIFF", "WAVE", "an audio file (WAV); wavcat "
 	  "reads audio files" },
-	{ "RF64", "WAVE", "an audio file (RF64), not a record stream; wavcat "
+	{ "RF64", "WAVE", "an audio file (RF64); wavcat "
 	  "reads audio files" },
-	{ "FORM", "AIF", "an audio file (AIFF), not a record stream; wavcat "
+	{ "FORM", "AIF", "an audio file (AIFF); wavcat "
 	  "reads audio files" },
-	{ "fLaC", NULL, "an audio file (FLAC), not a record stream; wavcat "
+	{ "fLaC", NULL, "an audio file (FLAC); wavcat "
 	  "reads audio files" },
-	{ "OggS", NULL, "an audio file (Ogg), not a record stream; wavcat "
+	{ "OggS", NULL, "an audio file (Ogg); wavcat "
 	  "reads audio files" },
 };
 
@@ -480,10 +480,10 @@ static const char *not_stream_kind(int fd)
 	return NULL;
 }
 
-/* Why the stream could not be opened: the reader's detail, or what the
- * file is when it is plainly not a stream (bad magic at its first byte). */
-static void open_failed(const rec_reader *r, int err, int fd,
-			const struct opts *o)
+/* Why the stream could not be opened: the reader's detail, and what the
+ * file is when it is plainly not a stream (bad magic at its first byte),
+ * so that the message names the fault and the way out. */
+static void open_failed(const rec_reader *r, int err, int fd)
 {
 	const char *what = NULL;
 
@@ -491,10 +491,8 @@ static void open_failed(const rec_reader *r, int err, int fd,
 		what = not_stream_kind(fd);
 	if (!what)
 		prog_err("%s", rec_reader_detail(r));
-	else if (o->path)
-		prog_err("'%s' is %s", o->path, what);
 	else
-		prog_err("stdin is %s", what);
+		prog_err("%s: this is %s", rec_reader_detail(r), what);
 }
 
 /* Reads and prints the stream; returns the exit status. */
@@ -511,7 +509,7 @@ static int dump(int fd, const char *name, const struct opts *o)
 
 	err = rec_reader_open(&r, fd, &ro);
 	if (err) {
-		open_failed(r, err, fd, o);
+		open_failed(r, err, fd);
 		goto out;
 	}
 	h = rec_reader_header(r);
