@@ -37,7 +37,7 @@ test_expect_success GPU 'the bench grid: within 0.01 dB of float64' '
 	test $(grep -c "^ok   gpu" parity.out) -ge 40
 '
 
-test_expect_success GPU 'streams: mixed input types, the 10-second job's shape, short' '
+test_expect_success GPU 'streams: mixed input types, the 10-second job shape, short' '
 	$MK --n 40 --len 1:30000 --lens 30000,1,2,255,256,511,512,513 \
 		--dtype mixed --skip 5,9 --seed 21 >mixed.rec &&
 	$MK --n 20000 --len 512:512 --dtype s16 --rate 4096 --seed 22 \
@@ -46,7 +46,7 @@ test_expect_success GPU 'streams: mixed input types, the 10-second job's shape, 
 		>short.rec
 '
 
-test_expect_success GPU 'the 10-second job's command: 512/512, 32 mels, no centre, f16' '
+test_expect_success GPU 'the 10-second job command: 512/512, 32 mels, no centre, f16' '
 	gpu_vs_cpu ten ten.rec --n-fft 512 --hop 512 --n-mels 32 \
 		--no-center --dtype f16
 '
