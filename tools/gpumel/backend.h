@@ -159,8 +159,9 @@ typedef int (*mel_cuda_open_fn)(const mel_params *p, const mel_fb *fb,
  * of a device (-1: the first) ahead of mel_cuda_open(), which then finds
  * them made. gpumel calls it from a thread as soon as it starts, while it
  * waits for the stream's header: the driver's start and the context take
- * 0.2-0.3 s on the GPU machines. Errors are left for mel_cuda_open() to
- * meet and report; this never fails.
+ * a few tenths of a second (docs/BENCHMARKS.md, "The limits"), time
+ * that would otherwise stall the pipe. Errors are left for
+ * mel_cuda_open() to meet and report; this never fails.
  */
 #define MEL_CUDA_WARM_SYMBOL "mel_cuda_warm"
 typedef void (*mel_cuda_warm_fn)(int device);
