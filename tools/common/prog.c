@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -166,6 +167,16 @@ int prog_exe_dir(char *buf, size_t len)
 		return -1;
 	*slash = '\0';
 	return 0;
+}
+
+void prog_human_bytes(char *buf, size_t n, uint64_t b)
+{
+	if (b >= 10ull << 30)
+		snprintf(buf, n, "%.1f GB", (double)b / 1e9);
+	else if (b >= 10ull << 20)
+		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+	else
+		snprintf(buf, n, "%" PRIu64 " bytes", b);
 }
 
 double prog_now(void)

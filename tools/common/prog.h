@@ -65,6 +65,10 @@ double prog_arg_double(const char *opt, const char *arg, double min,
  * 0, or -1 when it cannot be read or does not fit in len bytes. */
 int prog_exe_dir(char *buf, size_t len);
 
+/* b as "N bytes", "N.N MB" (from 10 MB) or "N.N GB" (from 10 GB), for
+ * -v reports, in buf of n bytes. */
+void prog_human_bytes(char *buf, size_t n, uint64_t b);
+
 /* Seconds on a monotonic clock, for -v timing reports. */
 double prog_now(void);
 

@@ -85,24 +85,14 @@ static void warn_empty_filters(const mel_fb *fb, const mel_params *p)
 			  fb->n_mels, p->n_fft);
 }
 
-static void human_bytes(char *buf, size_t n, uint64_t b)
-{
-	if (b >= 10ull << 30)
-		snprintf(buf, n, "%.1f GB", (double)b / 1e9);
-	else if (b >= 10ull << 20)
-		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-	else
-		snprintf(buf, n, "%" PRIu64 " bytes", b);
-}
-
 static void report(const struct loop *lp, double t_total)
 {
 	const struct stats *st = &lp->st;
 	char in_b[32], out_b[32];
 
 	if (prog_verbosity > 0) {
-		human_bytes(in_b, sizeof(in_b), rec_reader_offset(lp->rd));
-		human_bytes(out_b, sizeof(out_b), rec_writer_bytes(lp->wr));
+		prog_human_bytes(in_b, sizeof(in_b), rec_reader_offset(lp->rd));
+		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(lp->wr));
 		prog_info("%s: read %" PRIu64 " records (%s), wrote %" PRIu64
 			  " records (%s) in %.2f s", lp->be->name,
 			  rec_reader_count(lp->rd), in_b,

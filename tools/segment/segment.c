@@ -436,16 +436,6 @@ static int copy_records(rec_reader *r, rec_writer *w,
 	return ret;
 }
 
-static void human_bytes(char *buf, size_t n, uint64_t b)
-{
-	if (b >= 10ull << 30)
-		snprintf(buf, n, "%.1f GB", (double)b / 1e9);
-	else if (b >= 10ull << 20)
-		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-	else
-		snprintf(buf, n, "%" PRIu64 " bytes", b);
-}
-
 static void report(const rec_reader *r, const rec_writer *w,
 		   const struct stats *st, double t_total)
 {
@@ -454,8 +444,8 @@ static void report(const rec_reader *r, const rec_writer *w,
 	double work = t_total - t_in - t_out;
 
 	if (prog_verbosity > 0) {
-		human_bytes(in_b, sizeof(in_b), rec_reader_offset(r));
-		human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
+		prog_human_bytes(in_b, sizeof(in_b), rec_reader_offset(r));
+		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
 		prog_info("read %" PRIu64 " records (%s), wrote %" PRIu64
 			  " records (%s); waiting for input %.2f s, working "
 			  "%.2f s, waiting on output %.2f s",
