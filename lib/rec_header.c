@@ -111,9 +111,26 @@ int rec_header_add(rec_header *h, const char *key, const char *value)
 	return rec_header_append(h, key, strlen(key), value, strlen(value));
 }
 
-int rec_header_set(rec_header *h, const char *key, const char *value)
+/* Removes the pairs with this key from pair `from` on, keeping the order
+ * of the rest. */
+static void drop_pairs(rec_header *h, const char *key, size_t from)
 {
 	size_t i, j;
+
+	for (i = j = from; i < h->n; i++) {
+		if (strcmp(h->v[i].key, key) == 0) {
+			free(h->v[i].key);
+			free(h->v[i].value);
+		} else {
+			h->v[j++] = h->v[i];
+		}
+	}
+	h->n = j;
+}
+
+int rec_header_set(rec_header *h, const char *key, const char *value)
+{
+	size_t i;
 	char *vc;
 
 	if (h == NULL || key == NULL || value == NULL ||
@@ -130,16 +147,7 @@ int rec_header_set(rec_header *h, const char *key, const char *value)
 		return REC_E_NOMEM;
 	free(h->v[i].value);
 	h->v[i].value = vc;
-	/* Drop the later pairs with this key, keeping the order of the rest. */
-	for (j = ++i; i < h->n; i++) {
-		if (strcmp(h->v[i].key, key) == 0) {
-			free(h->v[i].key);
-			free(h->v[i].value);
-		} else {
-			h->v[j++] = h->v[i];
-		}
-	}
-	h->n = j;
+	drop_pairs(h, key, i + 1);
 	return REC_OK;
 }
 
@@ -161,19 +169,9 @@ int rec_header_set_double(rec_header *h, const char *key, double value)
 
 void rec_header_del(rec_header *h, const char *key)
 {
-	size_t i, j;
-
 	if (h == NULL || key == NULL)
 		return;
-	for (i = j = 0; i < h->n; i++) {
-		if (strcmp(h->v[i].key, key) == 0) {
-			free(h->v[i].key);
-			free(h->v[i].value);
-		} else {
-			h->v[j++] = h->v[i];
-		}
-	}
-	h->n = j;
+	drop_pairs(h, key, 0);
 }
 
 const char *rec_header_get(const rec_header *h, const char *key)
