@@ -49,7 +49,7 @@ typedef struct CUstream_st *CUstream;
 /*
  * The oldest PTX that names sm_75 (the oldest target CUDA 13 compiles
  * for), so that any driver from CUDA 10.1 on compiles it for the card at
- * hand (sm_90 on H100 and H200).
+ * hand (sm_90 on Hopper cards).
  */
 static const char trap_ptx[] =
 	".version 6.4\n"

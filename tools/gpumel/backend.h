@@ -114,7 +114,7 @@ typedef struct mel_batch {
 typedef struct mel_backend mel_backend;
 struct mel_backend {
 	/* Description for -v and the one-line notice ("cpu: fftw3f, 4
-	 * threads", "cuda:0: NVIDIA H100 80GB HBM3"). */
+	 * threads", "cuda:0: " and the card's name). */
 	char name[128];
 	/* Last error, one sentence naming the failed call and the reason. */
 	char err[512];

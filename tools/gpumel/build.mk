@@ -15,7 +15,7 @@
 # nvcc does not take the sanitizer flags and AddressSanitizer and the CUDA
 # driver do not mix.
 #
-# Code: sm_90 machine code (H100, H200) plus compute_90 PTX for newer cards
+# Code: sm_90 (Hopper) machine code plus compute_90 PTX for newer cards
 # and compute_75 PTX for older ones, which the driver compiles at load.
 # cudart is linked statically (its symbols hidden); cuFFT dynamically, as
 # its static library is not in every CUDA install and its shared one is

@@ -645,7 +645,7 @@ static int alloc_scratch(struct cpu_ctx *c, struct worker *w)
 /*
  * One r2c plan for every thread (fftwf_execute_dft_r2c is thread-safe;
  * all scratch comes from fftwf_alloc_* so it has the plan's alignment).
- * FFTW_ESTIMATE, not FFTW_MEASURE: measured here, MEASURE's plans run
+ * FFTW_ESTIMATE, not FFTW_MEASURE: measured, MEASURE's plans run
  * 3-10% faster for n_fft 400..2048 (the FFT is about a quarter of the
  * time per frame) but take 0.1-0.3 s to make, and they are chosen by
  * timing, so the output's last bits could change from run to run; an

@@ -46,7 +46,7 @@ static void usage(FILE *f)
 "      --batch=N          records per batch timed by --bench's kernels\n"
 "                         (default 262144)\n"
 "      --pipe-batch=N     records per batch of --bench's submit/wait run\n"
-"                         (default 32768, gpumel's 32 MiB batches)\n"
+"                         (default 32768; gpumel batches about 8 MiB)\n"
 "      --records=N        records of that run (default %u, the 10-second\n"
 "                         job's)\n"
 "      --reps=N           timed kernel runs (default 30)\n"
