@@ -234,3 +234,119 @@ void test_windows_round_trip(int level, size_t bufsize, int reserve)
 	free_items(t, n);
 	close(fd);
 }
+
+/* For every dtype: an audio clip in 3 pieces, its length 0 until the
+ * second; a features item in 2 pieces, the last empty; an audio item
+ * and a features item cut short (a piece flagged more, then a skipped
+ * record of its clip and segment); a whole record between. Then a clip
+ * of 2 x 3 MB in 2 pieces: larger than the writer's buffer, and than a
+ * chunk read ahead. */
+static size_t make_piece_items(struct titem *t)
+{
+	size_t n = 0;
+	uint64_t c = 0;
+
+	for (int d = REC_S16; d <= REC_BF16; d++, c += 5) {
+		size_t k = (size_t)(3 * d);
+
+		titem_piece(&t[n++], REC_T_AUDIO, d, c, 0, 100, REC_ITEM_MORE,
+			    0, k);
+		titem_piece(&t[n++], REC_T_AUDIO, d, c, 100, 100,
+			    REC_ITEM_MORE | REC_ITEM_CONT, 250, k);
+		titem_piece(&t[n++], REC_T_AUDIO, d, c, 200, 50,
+			    REC_ITEM_CONT, 250, k);
+		titem_piece(&t[n++], REC_T_FEATURES, d, c + 1, 0, 3,
+			    REC_ITEM_MORE, 0, k + 1);
+		titem_piece(&t[n++], REC_T_FEATURES, d, c + 1, 480, 0,
+			    REC_ITEM_CONT, 700, k + 1);
+		titem_piece(&t[n++], REC_T_AUDIO, d, c + 2, 0, 64,
+			    REC_ITEM_MORE, 0, k);
+		titem_piece(&t[n++], REC_T_SKIPPED, 0, c + 2, 64, 0, 0, 64, k);
+		titem_make(&t[n++], REC_T_AUDIO, d, c + 3, 0, 30, 1, k);
+		titem_piece(&t[n++], REC_T_FEATURES, d, c + 4, 0, 2,
+			    REC_ITEM_MORE, 900, k);
+		titem_piece(&t[n++], REC_T_SKIPPED, 0, c + 4, 400, 0, 0, 400,
+			    k);
+	}
+	titem_piece(&t[n++], REC_T_AUDIO, REC_S16, c, 0, 1500000,
+		    REC_ITEM_MORE, 0, 9);
+	titem_piece(&t[n++], REC_T_AUDIO, REC_S16, c, 1500000, 1500000,
+		    REC_ITEM_CONT, 3000000, 9);
+	return n;
+}
+
+/* In the bytes: exactly the records flagged more or cont carry version
+ * 3 (the others 1), and their flags byte is the item's (with zstd); the
+ * trailer counts each piece as a record and an item. */
+static void check_piece_bytes(int fd, const struct titem *t, size_t n,
+			      const char *what)
+{
+	size_t len, p = 0, k = 0, pieces = 0, wrong = 0, last = 0;
+	unsigned char *s = fd_bytes(fd, &len);
+	uint64_t items = 0;
+
+	while (p + REC_HDR_SIZE <= len) {
+		unsigned flags = s[p + 5] & ~REC_F_ZSTD;
+		int data = s[p + 4] != REC_T_HEADER &&
+			   s[p + 4] != REC_T_TRAILER;
+
+		pieces += flags != 0;
+		wrong += s[p + 6] != (flags ? 3 : 1) ||
+			 (data && k < n && flags != t[k].it.flags);
+		k += data;
+		last = p;
+		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
+	}
+	for (size_t i = 0; i < n; i++)
+		items += t[i].it.type != REC_T_SKIPPED;
+	tap_ok(pieces > 0 && wrong == 0, "%s: %zu pieces, each of version 3 "
+	       "with its flags, the others of version 1 (%zu wrong)", what,
+	       pieces, wrong);
+	tap_is_u64(le32(s + last + 24) | (uint64_t)le32(s + last + 28) << 32,
+		   n, "%s: trailer n_records counts each piece", what);
+	tap_is_u64(le32(s + last + 32) | (uint64_t)le32(s + last + 36) << 32,
+		   items, "%s: trailer n_items too", what);
+	free(s);
+}
+
+void test_pieces_round_trip(int level, size_t bufsize, int reserve)
+{
+	struct titem t[64];
+	size_t n = make_piece_items(t);
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize,
+			      .write_behind = g_wb };
+	char what[80];
+	int fd = temp_fd(), err;
+
+	snprintf(what, sizeof(what), "pieces%s, zstd %d, buffer %zu",
+		 reserve ? " reserved" : "", level, bufsize);
+	err = rec_writer_open(&w, fd, h, &o);
+	for (size_t i = 0; i < n && !err; i++) {
+		void *p;
+
+		if (!reserve || i % 2) {
+			err = rec_write(w, &t[i].it);
+			continue;
+		}
+		err = rec_write_reserve(w, t[i].it.data_len, &p);
+		if (err)
+			break;
+		memcpy(p, t[i].data, t[i].it.data_len);
+		err = rec_write_commit(w, &t[i].it);
+	}
+	if (!err)
+		err = rec_writer_finish(w);
+	tap_is(err, 0, "%s: write %zu records", what, n);
+	if (err)
+		tap_diag("%s", rec_writer_detail(w));
+	g_plain = level == 0;
+	check_stream(fd, t, n, what);
+	g_plain = 0;
+	check_piece_bytes(fd, t, n, what);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, n);
+	close(fd);
+}
