@@ -315,27 +315,24 @@ static void test_windows_reader(void)
 	free(s);
 }
 
-/* Every changed byte and every cut of a stream with a windows record is
- * detected. */
-static void test_windows_corruption(void)
+/* Every changed byte (bits 0, 1 and 7 flipped) and every cut of the
+ * stream s is detected; s is freed. */
+static void test_every_byte(unsigned char *s, size_t len, const char *what)
 {
-	size_t len;
-	unsigned char *s = windows_stream(&len);
+	static const unsigned char masks[] = { 0x01, 0x02, 0x80 };
 	int undetected = 0, cut_bad = 0;
 
 	for (size_t i = 0; i < len; i++)
-		for (int m = 0; m < 2; m++) {
-			unsigned char mask = m ? 0x80 : 0x01;
-
-			s[i] ^= mask;
+		for (size_t m = 0; m < sizeof(masks); m++) {
+			s[i] ^= masks[m];
 			undetected += read_all(s, len, NULL, 0, 0) >= 0;
-			s[i] ^= mask;
+			s[i] ^= masks[m];
 		}
 	for (size_t cut = 0; cut < len; cut++)
 		cut_bad += read_all(s, cut, NULL, 0, 0) != REC_E_TRUNC;
-	tap_is(undetected, 0, "windows stream: every changed byte of %zu is "
-	       "detected%s", len, g_ra ? " (read ahead)" : "");
-	tap_is(cut_bad, 0, "windows stream: every cut is REC_E_TRUNC");
+	tap_is(undetected, 0, "%s: every changed byte of %zu is detected%s",
+	       what, len, g_ra ? " (read ahead)" : "");
+	tap_is(cut_bad, 0, "%s: every cut is REC_E_TRUNC", what);
 	free(s);
 }
 
@@ -501,45 +498,30 @@ static void test_pieces_reader(void)
 	free(s);
 }
 
-/* Every changed byte and every cut of a stream of pieces is detected. */
-static void test_pieces_corruption(void)
-{
-	size_t len;
-	unsigned char *s = pieces_stream(&len);
-	int undetected = 0, cut_bad = 0;
-
-	for (size_t i = 0; i < len; i++)
-		for (int m = 0; m < 2; m++) {
-			unsigned char mask = m ? 0x80 : 0x02;
-
-			s[i] ^= mask;
-			undetected += read_all(s, len, NULL, 0, 0) >= 0;
-			s[i] ^= mask;
-		}
-	for (size_t cut = 0; cut < len; cut++)
-		cut_bad += read_all(s, cut, NULL, 0, 0) != REC_E_TRUNC;
-	tap_is(undetected, 0, "pieces stream: every changed byte of %zu is "
-	       "detected%s", len, g_ra ? " (read ahead)" : "");
-	tap_is(cut_bad, 0, "pieces stream: every cut is REC_E_TRUNC");
-	free(s);
-}
-
 /* The reader's tests of pieces (run once plainly, once reading ahead). */
 static void test_pieces_reads(void)
 {
+	size_t len;
+	unsigned char *s;
+
 	test_pieces_round_trip(0, 0, 0);
 	test_pieces_round_trip(3, 0, 0);
 	test_pieces_reader();
-	test_pieces_corruption();
+	s = pieces_stream(&len);
+	test_every_byte(s, len, "pieces stream");
 }
 
 /* The reader's windows tests (run once plainly, once reading ahead). */
 static void test_windows_reads(void)
 {
+	size_t len;
+	unsigned char *s;
+
 	test_windows_round_trip(0, 0, 0);
 	test_windows_round_trip(3, 0, 0);
 	test_windows_reader();
-	test_windows_corruption();
+	s = windows_stream(&len);
+	test_every_byte(s, len, "windows stream");
 }
 
 /* A child dribbles a stream into a pipe in small random pieces; the
