@@ -20,10 +20,10 @@
 #include <stdint.h>
 
 /* The newest format version this library reads. A record's version byte
- * is the lowest version that defines it: 2 for windows records, 1 for all
- * others, so a stream without windows records stays readable by version 1
- * readers. */
-#define REC_FORMAT_VERSION 2u
+ * is the lowest version that defines it: 3 for pieces of an item (the
+ * more and cont flags), 2 for windows records, 1 for all others, so a
+ * stream without them stays readable by older readers. */
+#define REC_FORMAT_VERSION 3u
 #define REC_MAGIC "MELP"          /* the first four bytes of every record */
 #define REC_HDR_SIZE 24u          /* fixed record header */
 #define REC_ITEM_META_SIZE 48u    /* fixed part of an item's metadata */
@@ -48,6 +48,17 @@ enum rec_type {
 
 /* Record flags (byte 5). */
 #define REC_F_ZSTD 0x01u /* payload (not metadata) is one zstd frame */
+#define REC_F_MORE 0x02u /* a piece of an item that goes on in the next
+			    record (audio and features; version 3) */
+#define REC_F_CONT 0x04u /* a piece that goes on with the item of the
+			    record before (audio and features; version 3) */
+
+/* rec_item.flags: an item in pieces (formats/record.md, Items in
+ * pieces). The first piece has MORE, middle ones MORE | CONT, the last
+ * CONT alone; an item in one record has neither. Their values are those
+ * of the record flags. */
+#define REC_ITEM_MORE REC_F_MORE
+#define REC_ITEM_CONT REC_F_CONT
 
 /* Element types. */
 enum rec_dtype { REC_S16 = 1, REC_F32 = 2, REC_F16 = 3, REC_BF16 = 4 };
@@ -140,6 +151,9 @@ int rec_header_add_stage(rec_header *h, const char *prog,
  */
 typedef struct rec_item {
 	int type;              /* REC_T_AUDIO, _WINDOWS, _FEATURES, _SKIPPED */
+	uint32_t flags;        /* REC_ITEM_MORE, REC_ITEM_CONT: a piece of an
+				  audio or features item; 0 for an item in
+				  one record and for the other types */
 	uint64_t clip;         /* clip index in the stream, 0-based */
 	uint64_t offset;       /* first sample of this record in its clip */
 	uint64_t clip_samples; /* samples of the whole clip (after wavcat) */
@@ -160,6 +174,12 @@ typedef struct rec_item {
 	uint32_t win_len, win_hop, n_windows;
 	uint32_t win_flags;    /* REC_WIN_PAD */
 } rec_item;
+
+/* 1 when it is a piece of an item (flagged more, cont or both), else 0.
+ * The item's samples (audio) or frames (features) are its pieces'
+ * concatenated; it ends with the piece without REC_ITEM_MORE, or early,
+ * cut short, with a skipped record of its clip and segment. */
+int rec_item_is_piece(const rec_item *it);
 
 /* The segment index of the last window a record holds: segment +
  * n_windows - 1 for a windows record, segment for the others. */
@@ -182,8 +202,10 @@ int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
 
 /* Trailer contents. */
 typedef struct rec_trailer {
-	uint64_t n_records;  /* data records (audio+windows+features+skipped) */
-	uint64_t n_items;    /* audio+windows+features records */
+	uint64_t n_records;  /* data records (audio+windows+features+skipped),
+				each piece of an item counted */
+	uint64_t n_items;    /* audio+windows+features records, each piece
+				counted */
 	uint64_t n_skipped;  /* skipped records */
 	uint32_t checksum;   /* CRC32C over the CRC fields of all records
 				before the trailer, in order (see spec) */
@@ -226,10 +248,12 @@ const rec_header *rec_reader_header(const rec_reader *r);
 /* Reads the next data record into *it. Returns REC_OK, REC_END once the
  * trailer has been read, verified and followed by end of input, or an
  * error. After REC_END or an error, further calls return the same.
- * Besides the checks of formats/record.md in its order, a record whose
+ * Every check of formats/record.md is made in its order; a record that
+ * may not follow the one before is refused with REC_E_ORDER: one whose
  * (clip, segment) does not come after the previous record's last segment
- * (a windows record's last window) is refused (REC_E_ORDER): clips
- * increase, segments increase within a clip. The
+ * (a windows record's last window), and the pieces of an item that do not
+ * go on as the spec says (the detail names the field that differs). A
+ * piece is handed out as it comes, it->flags saying which it is. The
  * item's key and data point into the reader's buffers and stay valid
  * until the next call. */
 int rec_read(rec_reader *r, rec_item *it);
@@ -289,8 +313,9 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *h,
 		    const rec_writer_opts *opts);
 /* Appends one data record. it->data is copied or written before return.
  * The record is checked as a reader would check it (type, dtype and
- * dims against data_len, split, key, clip/segment order); a bad one is
- * refused with REC_E_INVAL and a detail, and the stream stays usable.
+ * dims against data_len, split, key, clip/segment order, the pieces of
+ * an item); a bad one is refused with REC_E_INVAL and a detail, and the
+ * stream stays usable. A piece (it->flags) is written with version 3.
  * Write errors (REC_E_IO, REC_E_EPIPE) are final: every later call
  * returns them. */
 int rec_write(rec_writer *w, const rec_item *it);
@@ -312,7 +337,9 @@ int rec_write_commit(rec_writer *w, const rec_item *it);
 /* Writes buffered records to fd. */
 int rec_writer_flush(rec_writer *w);
 /* Writes the trailer and flushes. Call once, at the end of a good run;
- * a stream whose producer failed must end without one. */
+ * a stream whose producer failed must end without one. Refused
+ * (REC_E_INVAL) right after a piece flagged more: its item has not
+ * ended. */
 int rec_writer_finish(rec_writer *w);
 /* Bytes handed to the output with vmsplice(2) so far (zero_copy). */
 uint64_t rec_writer_spliced(const rec_writer *w);

@@ -146,9 +146,10 @@ static inline uint32_t item_last_segment(const rec_item *it)
 }
 
 /*
- * The rules a data record's fields must follow, apart from lengths:
- * returns NULL when it is fine, else the reason (written into buf when it
- * needs numbers). data_len is the uncompressed payload length.
+ * The rules a data record's fields must follow, apart from lengths and
+ * the rules of pieces (rec_piece_check()): returns NULL when it is fine,
+ * else the reason (written into buf when it needs numbers). data_len is
+ * the uncompressed payload length.
  */
 const char *rec_item_check(const rec_item *it, uint64_t data_len,
 			   char *buf, size_t size);
@@ -158,19 +159,87 @@ const char *rec_item_check(const rec_item *it, uint64_t data_len,
 const char *rec_order_refusal(uint64_t pclip, uint32_t pseg,
 			      const rec_item *it, char *buf, size_t size);
 
+/* ------------------------------------------------------------------ */
+/* The order of records (rec_item.c) and the pieces of items (rec_piece.c) */
+
+/*
+ * What the order rules need of the records before, kept by the reader
+ * and by the writer: the clip and last segment of the record before and,
+ * while an item goes on in pieces (that record was flagged more), its
+ * fields, which the next piece must repeat.
+ */
+struct rec_order {
+	int have_prev;
+	uint64_t clip;
+	uint32_t segment;     /* the last segment the record before occupies */
+	int open;             /* it was a piece flagged more */
+	rec_item piece;       /* then its fields, key pointing at key */
+	char *key;            /* MAX_KEY + 1 bytes, from the first piece on */
+};
+
 /* Records of one clip are consecutive with increasing segment index,
  * clips come in increasing order. (Not offset: windows of overlapping
  * parent windows, from two segment stages in a row, go back in offset.)
- * NULL when (clip, segment) may follow the previous record, else the
- * reason. */
-static inline const char *rec_order_check(int have_prev, uint64_t pclip,
-					  uint32_t pseg, const rec_item *it,
-					  char *buf, size_t size)
+ * NULL when it may follow the record before, else the reason. For a
+ * record that is neither a piece nor after one flagged more (the others
+ * go to rec_piece_check()). */
+static inline const char *rec_order_after(const struct rec_order *o,
+					  const rec_item *it, char *buf,
+					  size_t size)
 {
-	if (!have_prev || it->clip > pclip ||
-	    (it->clip == pclip && it->segment > pseg))
+	if (!o->have_prev || it->clip > o->clip ||
+	    (it->clip == o->clip && it->segment > o->segment))
 		return NULL;
-	return rec_order_refusal(pclip, pseg, it, buf, size);
+	return rec_order_refusal(o->clip, o->segment, it, buf, size);
 }
+
+/* Makes it, accepted, the record before the next; for the same records
+ * as rec_order_after() (the others go to rec_piece_note()). */
+static inline void rec_order_note(struct rec_order *o, const rec_item *it)
+{
+	o->have_prev = 1;
+	o->clip = it->clip;
+	o->segment = item_last_segment(it);
+}
+
+/* 1 when rec_piece_check() and rec_piece_note() take it: a piece, or a
+ * record after one flagged more. */
+static inline int rec_order_pieces(const struct rec_order *o,
+				   const rec_item *it)
+{
+	return (o->open | it->flags) != 0;
+}
+
+/* "the more flag", "the cont flag" or "the more and cont flags", as
+ * flags has them. */
+const char *rec_piece_flag_names(uint32_t flags);
+
+/* The reason why the piece flags of a record of type may not be there
+ * (bits other than more and cont, or a type that does not come in
+ * pieces), written into buf; NULL when they may. */
+const char *rec_piece_flags_refusal(int type, uint32_t flags, char *buf,
+				    size_t size);
+
+/* For a record rec_order_pieces() takes, after rec_item_check(): the
+ * rules of a piece's own fields (REC_E_FORMAT), then of its place after
+ * the records before (REC_E_ORDER), with *why the reason; REC_OK when it
+ * may follow them. Flags that may not be there are REC_E_FORMAT. */
+int rec_piece_check(const struct rec_order *o, const rec_item *it,
+		    const char **why, char *buf, size_t size);
+
+/* Makes room in o to keep the key of it when it is flagged more: REC_OK
+ * or REC_E_NOMEM. After it, rec_piece_note() cannot fail. */
+int rec_piece_room(struct rec_order *o, const rec_item *it);
+
+/* rec_order_note() for a record rec_order_pieces() takes. */
+void rec_piece_note(struct rec_order *o, const rec_item *it);
+
+/* The reason why the stream may not end here (an item's pieces go on),
+ * written into buf; NULL when it may. */
+const char *rec_piece_end_check(const struct rec_order *o, char *buf,
+				size_t size);
+
+/* Frees what o holds; o may be used again. */
+void rec_order_free(struct rec_order *o);
 
 #endif

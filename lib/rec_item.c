@@ -1,8 +1,9 @@
 /*
  * rec_item.c - the rules of a data record: element sizes, what its type,
  * dims and payload length must agree on, windows that must fit their
- * samples, the clip and segment order of a stream; and windows records
- * expanded into the audio records they describe.
+ * samples, the clip and segment order of a stream (pieces of an item:
+ * rec_piece.c); and windows records expanded into the audio records they
+ * describe.
  *
  * The reader and the writer apply the same rules (through rec_int.h), so
  * a bad record is refused where it is made rather than where it is read.

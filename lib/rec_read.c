@@ -54,9 +54,7 @@ struct rec_reader {
 	uint64_t nrec;        /* records consumed, header included */
 	uint64_t ndata, nitems, nskipped;
 	uint32_t stream_crc;
-	int have_prev;
-	uint64_t prev_clip;
-	uint32_t prev_segment;
+	struct rec_order order; /* what the order rules need */
 
 	rec_header *hdr;
 	rec_trailer trailer;
@@ -258,9 +256,49 @@ static int rd_bad_magic(rec_reader *r, size_t n)
 		       "or framing lost)", hex);
 }
 
+/* The flags a record may carry: none in header and trailer records, zstd
+ * in data records, and from version 3 on the piece flags in audio and
+ * features records. (A table, so that the check is one branch.) */
+static unsigned allowed_flags(const struct rhdr *h)
+{
+	static const unsigned char by_type[REC_T_WINDOWS + 1] = {
+		[REC_T_AUDIO] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT,
+		[REC_T_FEATURES] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT,
+		[REC_T_SKIPPED] = REC_F_ZSTD,
+		[REC_T_WINDOWS] = REC_F_ZSTD,
+	};
+
+	return by_type[h->type] & (h->version >= 3 ? 0xffu : REC_F_ZSTD);
+}
+
+/* Why the flags of h are not allowed_flags(h), in the spec's order:
+ * unknown bits, any flag on a header or trailer, piece flags on a type
+ * that has no pieces, piece flags in a record of a version before 3. */
+static int rd_bad_flags(rec_reader *r, const struct rhdr *h)
+{
+	char why[256];
+	const char *bad;
+
+	if (h->flags & ~(REC_F_ZSTD | REC_F_MORE | REC_F_CONT))
+		return rd_fail(r, REC_E_FORMAT, "unknown flags 0x%02x",
+			       h->flags);
+	if (h->type == REC_T_HEADER || h->type == REC_T_TRAILER)
+		return rd_fail(r, REC_E_FORMAT, "a %s record with flags "
+			       "0x%02x (header and trailer records have "
+			       "flags 0)", rec_type_name((int)h->type),
+			       h->flags);
+	bad = rec_piece_flags_refusal((int)h->type, h->flags & ~REC_F_ZSTD,
+				      why, sizeof(why));
+	if (bad)
+		return rd_fail(r, REC_E_FORMAT, "%s", bad);
+	return rd_fail(r, REC_E_FORMAT, "%s in a record marked format "
+		       "version %u (pieces are version 3)",
+		       rec_piece_flag_names(h->flags), h->version);
+}
+
 /* Checks the fixed header of the record at buf + pos, in the order the
  * spec gives: magic, version, type (and the version it needs), flags,
- * lengths against the caps. */
+ * the reserved byte, lengths against the caps. */
 static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 {
 	const unsigned char *p = r->buf + r->pos;
@@ -280,9 +318,8 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 		return rd_fail(r, REC_E_FORMAT, "a windows record marked "
 			       "format version %u (windows records are "
 			       "version 2)", h->version);
-	if (h->flags & ~REC_F_ZSTD)
-		return rd_fail(r, REC_E_FORMAT, "unknown flags 0x%02x",
-			       h->flags);
+	if (h->flags & ~allowed_flags(h))
+		return rd_bad_flags(r, h);
 	if (h->reserved != 0)
 		return rd_fail(r, REC_E_FORMAT, "reserved byte is 0x%02x, "
 			       "not 0", h->reserved);
@@ -503,6 +540,7 @@ static int rd_check_item(rec_reader *r, const unsigned char *meta,
 			       REC_ITEM_META_SIZE);
 	memset(it, 0, sizeof(*it));
 	it->type = (int)h->type;
+	it->flags = h->flags & (REC_F_MORE | REC_F_CONT);
 	item_meta_get(meta, it);
 	if (h->meta_len != item_meta_size(it))
 		return rd_fail(r, REC_E_FORMAT, "metadata length %" PRIu32
@@ -612,17 +650,38 @@ static int rd_frame(rec_reader *r, struct rhdr *h, unsigned char **meta,
 	return REC_OK;
 }
 
+/* The checks of a piece, or of the record after one flagged more, and
+ * the order's note of it. */
+static int rd_piece(rec_reader *r, const rec_item *it)
+{
+	char why[256];
+	const char *bad;
+	int err = rec_piece_check(&r->order, it, &bad, why, sizeof(why));
+
+	if (err)
+		return rd_fail(r, err, "%s", bad);
+	if (rec_piece_room(&r->order, it))
+		return rd_fail(r, REC_E_NOMEM, "out of memory");
+	rec_piece_note(&r->order, it);
+	return REC_OK;
+}
+
 /* Checks a data record against the one before it and completes *it. */
 static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 			  const unsigned char *data, rec_item *it)
 {
 	char why[256];
-	const char *bad = rec_order_check(r->have_prev, r->prev_clip,
-					  r->prev_segment, it, why,
-					  sizeof(why));
+	const char *bad;
+	int err;
 
-	if (bad)
+	if (rec_order_pieces(&r->order, it)) {
+		if ((err = rd_piece(r, it)))
+			return err;
+	} else if ((bad = rec_order_after(&r->order, it, why, sizeof(why)))) {
 		return rd_fail(r, REC_E_ORDER, "%s", bad);
+	} else {
+		rec_order_note(&r->order, it);
+	}
 	/* The key is small: copy it out to terminate it, since the payload
 	 * follows it in the buffer. */
 	memcpy(r->key, it->key, it->key_len);
@@ -631,9 +690,6 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 	it->data_len = h->raw_len;
 	it->data = data == r->zbuf || r->unaligned ? data
 		   : rd_align(it, (unsigned char *)data);
-	r->have_prev = 1;
-	r->prev_clip = it->clip;
-	r->prev_segment = item_last_segment(it);
 	r->ndata++;
 	if (h->type == REC_T_SKIPPED)
 		r->nskipped++;
@@ -662,6 +718,14 @@ static int rd_record(rec_reader *r, rec_item *it)
 			       "%s, not a header", rec_type_name((int)h.type));
 	if (r->nrec > 0 && h.type == REC_T_HEADER)
 		return rd_fail(r, REC_E_ORDER, "a second header record");
+	if (h.type == REC_T_TRAILER) {
+		char why[256];
+		const char *bad = rec_piece_end_check(&r->order, why,
+						      sizeof(why));
+
+		if (bad)
+			return rd_fail(r, REC_E_ORDER, "%s", bad);
+	}
 	if (h.type == REC_T_HEADER)
 		err = rd_parse_header(r, meta, &h);
 	else if (h.type == REC_T_TRAILER)
@@ -775,5 +839,6 @@ void rec_reader_close(rec_reader *r)
 	free(r->zbuf);
 	ZSTD_freeDCtx(r->dctx);
 	rec_header_free(r->hdr);
+	rec_order_free(&r->order);
 	free(r);
 }

@@ -52,9 +52,7 @@ struct rec_writer {
 	uint64_t nrec;          /* records written, header included */
 	uint64_t ndata, nitems, nskipped, bytes;
 	uint32_t stream_crc;
-	int have_prev;
-	uint64_t prev_clip;
-	uint32_t prev_segment;
+	struct rec_order order; /* what the order rules need */
 	int finished;
 	int state;              /* REC_OK or sticky error */
 	char detail[DETAIL_SIZE];
@@ -131,7 +129,9 @@ static void wr_seal(rec_writer *w, unsigned char *p, struct rhdr *h,
 	unsigned char le[4];
 	uint32_t crc;
 
-	h->version = h->type == REC_T_WINDOWS ? 2 : 1;
+	/* the lowest version that defines the record */
+	h->version = h->flags & (REC_F_MORE | REC_F_CONT) ? 3
+		     : h->type == REC_T_WINDOWS ? 2 : 1;
 	h->reserved = 0;
 	h->crc = 0;
 	rhdr_put(p, h);
@@ -316,11 +316,16 @@ static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
 		return wr_fail(w, REC_E_TOOBIG, "payload of %zu bytes (at "
 			       "most 4 GiB - 1)", data_len);
 	bad = rec_item_check(it, data_len, why, sizeof(why));
-	if (!bad)
-		bad = rec_order_check(w->have_prev, w->prev_clip,
-				      w->prev_segment, it, why, sizeof(why));
 	if (bad)
 		return wr_fail(w, REC_E_INVAL, "%s", bad);
+	if (rec_order_pieces(&w->order, it)) {
+		if (rec_piece_check(&w->order, it, &bad, why, sizeof(why)))
+			return wr_fail(w, REC_E_INVAL, "%s", bad);
+		if (rec_piece_room(&w->order, it))
+			return wr_fail(w, REC_E_NOMEM, "out of memory");
+	} else if ((bad = rec_order_after(&w->order, it, why, sizeof(why)))) {
+		return wr_fail(w, REC_E_INVAL, "%s", bad);
+	}
 	return REC_OK;
 }
 
@@ -331,9 +336,10 @@ static void wr_count(rec_writer *w, const rec_item *it)
 		w->nskipped++;
 	else
 		w->nitems++;
-	w->have_prev = 1;
-	w->prev_clip = it->clip;
-	w->prev_segment = item_last_segment(it);
+	if (rec_order_pieces(&w->order, it))
+		rec_piece_note(&w->order, it);
+	else
+		rec_order_note(&w->order, it);
 	w->key_hint = item_meta_size(it) - REC_ITEM_META_SIZE;
 }
 
@@ -346,12 +352,13 @@ static int wr_item(rec_writer *w, const rec_item *it, const void *data,
 	int err;
 
 	h.type = (unsigned)it->type;
+	h.flags = it->flags;
 	h.meta_len = (uint32_t)item_meta_size(it);
 	h.raw_len = h.data_len = (uint32_t)data_len;
 	if (w->level > 0 && data_len > 0)
 		zlen = wr_compress(w, data, data_len);
 	if (zlen) {
-		h.flags = REC_F_ZSTD;
+		h.flags |= REC_F_ZSTD;
 		h.data_len = (uint32_t)zlen;
 		data = w->zbuf;
 	}
@@ -543,6 +550,7 @@ int rec_write_commit(rec_writer *w, const rec_item *it)
 	if (dst != w->res_ptr)
 		memmove(dst, w->res_ptr, w->res_len);
 	h.type = (unsigned)it->type;
+	h.flags = it->flags;
 	h.meta_len = (uint32_t)item_meta_size(it);
 	h.raw_len = h.data_len = (uint32_t)w->res_len;
 	item_meta_put(p + REC_HDR_SIZE, it);
@@ -567,6 +575,8 @@ int rec_writer_finish(rec_writer *w)
 {
 	struct rhdr h = { 0 };
 	unsigned char meta[TRAILER_META];
+	char why[256];
+	const char *bad;
 	int err;
 
 	if (w == NULL)
@@ -577,6 +587,8 @@ int rec_writer_finish(rec_writer *w)
 		return wr_fail(w, REC_E_INVAL, "%s", w->finished
 			       ? "trailer written twice"
 			       : "finish during a reservation");
+	if ((bad = rec_piece_end_check(&w->order, why, sizeof(why))))
+		return wr_fail(w, REC_E_INVAL, "%s", bad);
 	put64(meta, w->ndata);
 	put64(meta + 8, w->nitems);
 	put64(meta + 16, w->nskipped);
@@ -632,5 +644,6 @@ void rec_writer_close(rec_writer *w)
 	free(w->zbuf);
 	free(w->scratch);
 	ZSTD_freeCCtx(w->cctx);
+	rec_order_free(&w->order);
 	free(w);
 }

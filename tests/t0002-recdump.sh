@@ -173,13 +173,44 @@ test_expect_success '--summary counts windows records and the windows in them' '
 	! grep windows out
 '
 
-test_expect_success 'a version 2 stream is accepted, a newer one refused' '
+test_expect_success 'version 2 and 3 streams are accepted, a newer one refused' '
 	recdump -q "$GOLDEN/good-version-2.rec" &&
 	recdump "$GOLDEN/good-version-2.rec" | grep -v "^trailer" >v2 &&
+	recdump "$GOLDEN/good-version-3.rec" | grep -v "^trailer" >v3 &&
 	recdump "$GOLDEN/good-audio-s16.rec" | grep -v "^trailer" >v1 &&
 	test_cmp v1 v2 &&
+	test_cmp v1 v3 &&
 	test_expect_code 1 recdump -q "$GOLDEN/bad-version.rec" 2>err &&
-	test_grep "format version 3 is newer than this reader.s version 2$" err
+	test_grep "format version 4 is newer than this reader.s version 3$" err
+'
+
+test_expect_success 'pieces of an item show which they are' '
+	recdump "$GOLDEN/good-pieces-audio.rec" >out &&
+	test_grep "^1 audio clip=0 segment=0 offset=0 clip_samples=0 .* dims=120x1 piece=more key=\"yes/long.mp3\"$" out &&
+	test_grep "^2 audio clip=0 segment=0 offset=120 clip_samples=300 .* dims=120x1 piece=more,cont key=" out &&
+	test_grep "^3 audio clip=0 segment=0 offset=240 clip_samples=300 .* dims=60x1 piece=cont key=" out &&
+	test_grep "^4 audio clip=1 .* dims=80x1 key=\"no/short.wav\"$" out &&
+	test_grep "^6 audio clip=2 segment=0 offset=50 .* dims=0x1 piece=cont key=" out &&
+	test_grep "^trailer records=6 items=6 skipped=0 " out &&
+	recdump --stats "$GOLDEN/good-pieces-features.rec" >out &&
+	test_grep "^3 features clip=0 .* dims=4x1 piece=cont min=-35 max=-32 mean=-33.5 nan=0 inf=0 key=" out
+'
+
+test_expect_success '--summary counts an item in pieces once' '
+	recdump -s "$GOLDEN/good-pieces-audio.rec" >out &&
+	test_grep "^type audio 3$" out &&
+	test_grep "^pieces 5$" out &&
+	test_grep "^cut_short 0$" out &&
+	test_grep "^split training 1$" out &&
+	test_grep "^payload_bytes 860$" out &&
+	recdump -s "$GOLDEN/good-pieces-cut-short.rec" >out &&
+	test_grep "^type audio 2$" out &&
+	test_grep "^type skipped 1$" out &&
+	test_grep "^pieces 2$" out &&
+	test_grep "^cut_short 1$" out &&
+	test_grep "^clips 2$" out &&
+	recdump -s "$GOLDEN/good-features-f32.rec" >out &&
+	! grep "pieces\|cut_short" out
 '
 
 test_expect_success '-q prints nothing for a valid stream' '

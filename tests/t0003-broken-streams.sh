@@ -114,8 +114,8 @@ test_expect_success 'a stream cut anywhere is truncated' '
 '
 
 test_expect_success 'a newer format version is refused naming both versions' '
-	$FORGE set 0 version 3 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "format version 3 is newer than this reader.s version 2$" &&
+	$FORGE set 0 version 4 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "format version 4 is newer than this reader.s version 3$" &&
 	$FORGE set 5 version 7 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "format version 7 is newer"
 '
@@ -126,7 +126,11 @@ test_expect_success 'unknown types and flags are refused even with a good CRC' '
 	$FORGE set 3 type 6 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "a windows record marked format version 1 (windows records are version 2)$" &&
 	$FORGE set 3 flags 0x81 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "unknown flags 0x81$"
+	refused bad.rec "unknown flags 0x81$" &&
+	$FORGE set 3 flags 0x02 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "the more flag in a record marked format version 1 (pieces are version 3)$" &&
+	$FORGE set 0 flags 0x01 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "a header record with flags 0x01 (header and trailer records have flags 0)$"
 '
 
 test_expect_success 'bad metadata is refused even with a good CRC' '
@@ -152,6 +156,22 @@ test_expect_success 'missing, repeated and reordered records are found' '
 	refused bad.rec "the first record is of type audio, not a header$" &&
 	$FORGE dup 0 <good.rec >bad.rec &&
 	refused bad.rec "a second header record$"
+'
+
+test_expect_success 'missing, repeated and reordered pieces of an item are found' '
+	cp "$TEST_DIRECTORY/golden/good-pieces-audio.rec" pieces.rec &&
+	$FORGE drop 2 <pieces.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "a piece flagged cont at offset 240, not where the piece before ends (0 + 120)$" &&
+	$FORGE drop 3 <pieces.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "audio record of clip 1 segment 0 after a piece of clip 0 segment 0 flagged more" &&
+	$FORGE drop 1 <pieces.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "a piece flagged cont (clip 0 segment 0) without a piece flagged more before it$" &&
+	$FORGE dup 2 <pieces.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "a piece flagged cont at offset 120, not where the piece before ends (120 + 120)$" &&
+	$FORGE swap 2 3 <pieces.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "a piece flagged cont at offset 240, not where the piece before ends (0 + 120)$" &&
+	$FORGE drop 6 <pieces.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "the stream ends after a piece of clip 2 segment 0 flagged more (its item goes on)$"
 '
 
 test_expect_success 'two streams run together are refused, not merged' '

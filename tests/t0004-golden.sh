@@ -63,7 +63,8 @@ test_expect_success 'lib/rec writes the same bytes as the Python writer' '
 '
 
 test_expect_success 'uncompressed golden files are what lib/rec writes' '
-	for f in minimal audio-s16 features-f32 features-f16 features-bf16 odd-values; do
+	for f in minimal audio-s16 features-f32 features-f16 features-bf16 \
+		odd-values pieces-audio pieces-features pieces-cut-short; do
 		rec-copy <"$GOLDEN/good-$f.rec" | cmp - "$GOLDEN/good-$f.rec" ||
 		return 1
 	done

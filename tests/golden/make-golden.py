@@ -4,12 +4,13 @@
 Run once (the files are committed): python3 tests/golden/make-golden.py
 
 The streams are built by tests/py/rec_stream.py, a Python implementation
-of formats/record.md written from the spec and independent of lib/rec.c.
-good-*.rec are valid; every reader must accept them. bad-*.rec each break
-one rule; every reader must refuse them. README lists each file; for a bad
-one, the record and byte at fault (found by the Python reader, which this
-script checks against what each file was meant to break) and the start of
-the reason lib/rec.c gives, so that a test can check recdump's message.
+of formats/record.md written from the spec and independent of lib/rec's
+reader and writer (lib/rec_*.c). good-*.rec are valid; every reader must
+accept them. bad-*.rec each break one rule; every reader must refuse them.
+README lists each file; for a bad one, the record and byte at fault (found
+by the Python reader, which this script checks against what each file was
+meant to break) and the start of the reason lib/rec gives, so that a test
+can check recdump's message.
 """
 
 import math
@@ -22,8 +23,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "py"))
 
 import rec_stream as rs  # noqa: E402
 from rec_stream import (T_AUDIO, T_FEATURES, T_HEADER, T_SKIPPED,  # noqa
-                        T_TRAILER, T_WINDOWS, WIN_PAD, record, item_meta,
-                        header_meta, trailer_meta)
+                        T_TRAILER, T_WINDOWS, WIN_PAD, F_MORE, F_CONT,
+                        record, item_meta, header_meta, trailer_meta)
 
 GOOD = []   # (name, why)
 BAD = []    # (name, expected "record N at byte B: reason", why)
@@ -184,6 +185,83 @@ def windows_edge_stream():
     return b
 
 
+def pieces_pairs(kind, dtype, clips):
+    """The header of a wavcat-like run without --duration (clips keep
+    their length)."""
+    return [("producer", "wavcat 0.1.0"),
+            ("stage", "wavcat 0.1.0\twavcat --rate 8000 'DATA dir/'"),
+            ("kind", kind), ("sample_rate", "8000"), ("dtype", dtype),
+            ("label", "no"), ("label", "yes"), ("splits", "hash:10:10"),
+            ("clips", str(clips))]
+
+
+def pieces_audio_stream(zstd_level=0):
+    """Format version 3, wavcat-like: clip 0 (300 s16 samples, length
+    known only at its end) in 3 pieces of 120, 120 and 60 with
+    clip_samples 0, then known; clip 1 whole; clip 2 (50 samples, length
+    known) in a piece of 50 and an empty last piece."""
+    b = rs.Builder(pieces_pairs("audio", "s16", 3))
+    x = [round(v * 32767) for v in sine(300, 500, 8000)]
+    f = dict(clip=0, label=1, sample_rate=8000, split=1, dtype=1,
+             key="yes/long.mp3", dim1=1)
+    for start, n, cs, piece in ((0, 120, 0, F_MORE),
+                                (120, 120, 300, F_MORE | F_CONT),
+                                (240, 60, 300, F_CONT)):
+        b.item(T_AUDIO, s16(x[start:start + n]), zstd_level=zstd_level,
+               piece=piece, offset=start, clip_samples=cs, dim0=n, **f)
+    x = [round(v * 32767) for v in sine(80, 1000, 8000)]
+    b.item(T_AUDIO, s16(x), zstd_level=zstd_level, clip=1,
+           clip_samples=80, label=0, sample_rate=8000, split=2, dtype=1,
+           key="no/short.wav", dim0=80, dim1=1)
+    f = dict(clip=2, clip_samples=50, label=0, sample_rate=8000, split=3,
+             dtype=1, key="no/c.wav", dim1=1)
+    x = [round(v * 32767) for v in sine(50, 250, 8000)]
+    b.item(T_AUDIO, s16(x), zstd_level=zstd_level, piece=F_MORE, dim0=50,
+           **f)
+    b.item(T_AUDIO, b"", piece=F_CONT, offset=50, dim0=0, **f)
+    return b
+
+
+def pieces_features_stream():
+    """Format version 3, gpumel-like (hop 16): clip 0 segment 0 in 3
+    pieces of 3, 2 and 1 frames of 4 mels; clip 0 segment 1 whole; clip
+    1 in a piece of 2 frames and an empty last piece."""
+    b = rs.Builder(pieces_pairs("features", "f32", 2) + [
+        ("stage", "gpumel 0.1.0\tgpumel --n-mels 4 --hop 16"),
+        ("n_fft", "64"), ("hop_length", "16"), ("n_mels", "4")])
+    f = dict(clip=0, clip_samples=96, label=0, sample_rate=8000, split=1,
+             dtype=2, key="no/a.wav", dim0=4)
+    frame = 0
+    for n, piece in ((3, F_MORE), (2, F_MORE | F_CONT), (1, F_CONT)):
+        b.item(T_FEATURES, f32([-40.0 + i + frame for i in range(4 * n)]),
+               piece=piece, offset=16 * frame, dim1=n, **f)
+        frame += n
+    b.item(T_FEATURES, f32([-1.5] * 8), segment=1, offset=96, dim1=2, **f)
+    f.update(clip=1, clip_samples=40, label=1, key="yes/b.wav")
+    b.item(T_FEATURES, f32([-3.25] * 8), piece=F_MORE, dim1=2, **f)
+    b.item(T_FEATURES, b"", piece=F_CONT, offset=32, dim1=0, **f)
+    return b
+
+
+def pieces_cut_short_stream():
+    """Format version 3: clip 0's decoding fails after two pieces of 100
+    s16 samples: a skipped record of its clip and segment ends the item,
+    the 200 samples kept as its offset and clip_samples; clip 1 whole."""
+    b = rs.Builder(pieces_pairs("audio", "s16", 2))
+    x = [round(v * 32767) for v in sine(200, 440, 8000)]
+    f = dict(clip=0, label=1, sample_rate=8000, split=1, dtype=1,
+             key="yes/broken-late.mp3", dim0=100, dim1=1)
+    b.item(T_AUDIO, s16(x[:100]), piece=F_MORE, **f)
+    b.item(T_AUDIO, s16(x[100:]), piece=F_MORE | F_CONT, offset=100, **f)
+    b.item(T_SKIPPED, b"decoding failed after 0.0 s (200 samples kept): "
+           b"invalid frame header", clip=0, offset=200, clip_samples=200,
+           label=1, sample_rate=8000, split=1, key="yes/broken-late.mp3")
+    b.item(T_AUDIO, s16([1, -1] * 40), clip=1, clip_samples=80, label=0,
+           sample_rate=8000, split=2, dtype=1, key="no/b.wav", dim0=80,
+           dim1=1)
+    return b
+
+
 def write(name, data):
     with open(os.path.join(HERE, name), "wb") as f:
         f.write(data)
@@ -197,7 +275,7 @@ def good(name, data, why):
 
 def bad(name, data, code, record_no, reason, why, max_data=None):
     """Checks that the Python reader refuses data with code at record_no
-    before writing it; reason is the start of lib/rec.c's reason."""
+    before writing it; reason is the start of lib/rec's reason."""
     try:
         rs.read_stream(data, max_data or rs.DEFAULT_MAX_DATA)
     except rs.RecError as e:
@@ -319,6 +397,22 @@ def make_good():
     good("good-version-2.rec", all_version(audio_stream().bytes(), 2),
          "good-audio-s16.rec with every record marked version 2: a reader "
          "of version 2 takes any record of a version it knows")
+    good("good-version-3.rec", all_version(audio_stream().bytes(), 3),
+         "the same marked version 3")
+    good("good-pieces-audio.rec", pieces_audio_stream().bytes(),
+         "format version 3: a clip in 3 audio pieces (more, more+cont, "
+         "cont) whose clip_samples is 0, then known; a whole clip; a clip "
+         "in a piece and an empty last piece")
+    good("good-pieces-zstd.rec", pieces_audio_stream(zstd_level=3).bytes(),
+         "the same with zstd-compressed payloads (flags 0x03, 0x07, 0x05)")
+    good("good-pieces-features.rec", pieces_features_stream().bytes(),
+         "format version 3, gpumel-like: a features item in 3 pieces of "
+         "3, 2 and 1 frames, offsets in hops, then a whole segment, then "
+         "an item ending in an empty piece")
+    good("good-pieces-cut-short.rec", pieces_cut_short_stream().bytes(),
+         "format version 3: an item cut short, two pieces flagged more "
+         "then a skipped record of its clip and segment holding the "
+         "samples kept; then a whole clip")
 
 
 def make_bad():
@@ -327,20 +421,28 @@ def make_bad():
 
     bad("bad-empty.rec", b"", "TRUNC", 0, "empty input",
         "no bytes at all")
-    bad("bad-garbage.rec", b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(20),
-        "MAGIC", 0, "bad magic", "a WAV file, not a record stream")
+    bad("bad-garbage.rec", b"#!/bin/sh\necho not a record stream\n",
+        "MAGIC", 0, "bad magic 23 21 2f 62", "a shell script, not a record "
+        "stream (recdump names audio and HDF5 files: t0002)")
     bad("bad-magic.rec", patched(a, 2, 0, "4s", b"MELQ", fix_crc=False),
         "MAGIC", 2, "bad magic", "a data record's magic changed: framing "
         "lost")
-    bad("bad-version.rec", patched(a, 0, 6, "B", 3), "VERSION", 0,
-        "format version 3 is newer than this reader's version 2",
-        "the header record says format version 3")
+    bad("bad-version.rec", patched(a, 0, 6, "B", 4), "VERSION", 0,
+        "format version 4 is newer than this reader's version 3",
+        "the header record says format version 4")
     bad("bad-version-0.rec", patched(a, 1, 6, "B", 0), "FORMAT", 1,
         "invalid format version 0", "a record with version 0")
     bad("bad-type.rec", patched(a, 1, 4, "B", 9), "FORMAT", 1,
         "unknown record type 9", "record type 9")
-    bad("bad-flags.rec", patched(a, 1, 5, "B", 2), "FORMAT", 1,
-        "unknown flags 0x02", "flag bit 1 set")
+    bad("bad-flags.rec", patched(a, 1, 5, "B", 8), "FORMAT", 1,
+        "unknown flags 0x08", "flag bit 3 set")
+    bad("bad-header-zstd.rec", patched(a, 0, 5, "B", 1), "FORMAT", 0,
+        "a header record with flags 0x01 (header and trailer records have "
+        "flags 0)", "the zstd flag on a header without a payload: refused "
+        "for its flags, before its payload is looked at")
+    bad("bad-trailer-flags.rec", patched(a, 4, 5, "B", 1), "FORMAT", 4,
+        "a trailer record with flags 0x01 (header and trailer records "
+        "have flags 0)", "the zstd flag on the trailer")
     bad("bad-reserved.rec", patched(a, 1, 7, "B", 1), "FORMAT", 1,
         "reserved byte is 0x01", "reserved header byte not 0")
     bad("bad-meta-huge.rec", patched(a, 1, 8, "<I", 0xFFFFFFF0),
@@ -470,6 +572,7 @@ def make_bad():
         "a NUL byte inside a key")
 
     make_bad_windows(hdr)
+    make_bad_pieces(hdr)
 
     # trailer
     bad("bad-trailer-count.rec",
@@ -558,6 +661,97 @@ def make_bad_windows(hdr):
         "windows record holding segments 0 to 2 (trailer made to match)")
 
 
+def make_bad_pieces(hdr):
+    """Pieces of items (format version 3) that each break one rule."""
+    def piece(n=10, **over):
+        """An audio piece of clip 0: n s16 samples at offset 0, flagged
+        more, unless over says otherwise."""
+        f = dict(clip=0, clip_samples=0, label=1, sample_rate=8000, split=1,
+                 dtype=1, key="k.wav", dim0=n, dim1=1)
+        f.update(over)
+        flags = f.pop("piece", F_MORE)
+        version = f.pop("version", None)
+        data = bytes(rs.DTYPES[f["dtype"]][1] * f["dim0"] * f["dim1"]
+                     if f["dtype"] else 0)
+        return record(T_AUDIO if f["dtype"] else T_SKIPPED, item_meta(**f),
+                      data, flags=flags, version=version)
+
+    def last(**over):
+        """The piece that ends the item of piece(): 10 samples on."""
+        return piece(**dict(dict(offset=10, clip_samples=20,
+                                 piece=F_CONT), **over))
+
+    bad("bad-cont-first.rec", with_trailer([hdr, last()]), "ORDER", 1,
+        "a piece flagged cont (clip 0 segment 0) without a piece flagged "
+        "more before it", "a piece flagged cont with no piece before it")
+    bad("bad-more-trailer.rec", with_trailer([hdr, piece()]), "ORDER", 2,
+        "the stream ends after a piece of clip 0 segment 0 flagged more",
+        "the trailer right after a piece flagged more")
+    bad("bad-more-other-clip.rec",
+        with_trailer([hdr, piece(), piece(clip=1, clip_samples=10,
+                                          piece=0)]), "ORDER", 2,
+        "audio record of clip 1 segment 0 after a piece of clip 0 segment 0 "
+        "flagged more", "a piece flagged more, then a whole record of the "
+        "next clip")
+    bad("bad-more-no-cont.rec",
+        with_trailer([hdr, piece(), piece(segment=1, clip_samples=10,
+                                          piece=0)]), "ORDER", 2,
+        "audio record of clip 0 segment 1 after a piece of clip 0 segment 0 "
+        "flagged more", "a piece flagged more, then a record of its clip "
+        "without the cont flag")
+    bad("bad-more-skipped-segment.rec",
+        with_trailer([hdr, piece(), piece(n=0, segment=1, dtype=0, dim1=0,
+                                          piece=0)]), "ORDER", 2,
+        "skipped record of clip 0 segment 1 after a piece of clip 0 segment "
+        "0 flagged more", "a piece flagged more, then a skipped record of "
+        "another segment")
+    for field, value, reason in (
+            ("key", "other.wav", "key differs from the piece before"),
+            ("label", 2, "label (2) differs from the piece before (1)"),
+            ("dtype", 3, "dtype (f16) differs from the piece before (s16)"),
+            ("clip_samples", 30, "clip_samples (30) differs from the piece "
+             "before (20)")):
+        first = piece(clip_samples=20) if field == "clip_samples" else piece()
+        bad("bad-cont-%s.rec" % field.replace("_", "-"),
+            with_trailer([hdr, first, last(**{field: value})]), "ORDER", 2,
+            "a piece flagged cont whose " + reason,
+            "the last piece's %s differs from the first's" % field)
+    bad("bad-cont-gap.rec", with_trailer([hdr, piece(), last(offset=11)]),
+        "ORDER", 2, "a piece flagged cont at offset 11, not where the piece "
+        "before ends (0 + 10)", "an audio piece one sample after the end "
+        "of the piece before: a gap")
+    fpiece = record(T_FEATURES, item_meta(
+        clip=0, offset=32, dtype=2, key="f", dim0=2, dim1=1), bytes(8),
+        flags=F_MORE)
+    bad("bad-cont-features-offset.rec",
+        with_trailer([hdr, fpiece, record(T_FEATURES, item_meta(
+            clip=0, offset=32, clip_samples=64, dtype=2, key="f", dim0=2,
+            dim1=1), bytes(8), flags=F_CONT)]), "ORDER", 2,
+        "a piece flagged cont at offset 32, not after the piece before (32)",
+        "a features piece whose offset does not increase")
+    bad("bad-more-skipped.rec",
+        with_trailer([hdr, piece(n=0, dtype=0, dim1=0)]), "FORMAT", 1,
+        "the more flag on a skipped record (only audio and features records "
+        "come in pieces)", "the more flag on a skipped record")
+    bad("bad-more-header.rec",
+        with_trailer([record(T_HEADER, header_meta([("a", "b")]),
+                             flags=F_MORE)]), "FORMAT", 0,
+        "a header record with flags 0x02 (header and trailer records have "
+        "flags 0)", "the more flag on the header")
+    bad("bad-more-version-2.rec", with_trailer([hdr, piece(version=2),
+                                                last()]), "FORMAT", 1,
+        "the more flag in a record marked format version 2 (pieces are "
+        "version 3)", "a piece flagged more whose version byte says 2")
+    bad("bad-more-empty.rec", with_trailer([hdr, piece(n=0), last()]),
+        "FORMAT", 1, "a piece of 0 samples flagged more (only the last "
+        "piece of an item may be empty)", "an empty piece that is not the "
+        "last")
+    bad("bad-last-clip-samples.rec",
+        with_trailer([hdr, piece(), last(clip_samples=0)]), "FORMAT", 2,
+        "the last piece of an item with clip_samples 0", "the last piece "
+        "does not give the clip's length")
+
+
 # offset of the stream checksum inside a trailer record
 HDR_TRAILER_CSUM = rs.HDR_SIZE + 24
 
@@ -566,7 +760,7 @@ def write_readme():
     lines = [
         "Golden record streams (formats/record.md), written by",
         "make-golden.py with tests/py/rec_stream.py, a Python implementation",
-        "of the spec independent of lib/rec.c. Do not edit the files by "
+        "of the spec independent of lib/rec_*.c. Do not edit the files by "
         "hand:",
         "change make-golden.py and run it again.",
         "",
@@ -574,7 +768,7 @@ def write_readme():
         "accept; the bad-*.rec files each break one rule and every reader",
         "must refuse them.",
         "Lines: file, TAB, for bad files the record and byte at fault and",
-        "the start of lib/rec.c's reason, TAB, why (tests/t0004 reads them).",
+        "the start of lib/rec's reason, TAB, why (tests/t0004 reads them).",
         "",
     ]
     for name, why in GOOD:

@@ -89,6 +89,19 @@ void titem_windows(struct titem *t, int dtype, uint64_t clip,
 	t->it.win_flags = flags;
 }
 
+void titem_piece(struct titem *t, int type, int dtype, uint64_t clip,
+		 uint64_t offset, uint32_t n, uint32_t flags,
+		 uint64_t clip_samples, size_t key_len)
+{
+	if (type == REC_T_AUDIO)
+		titem_make(t, type, dtype, clip, offset, n, 1, key_len);
+	else
+		titem_make(t, type, dtype, clip, offset, 8, n, key_len);
+	t->it.segment = 0;
+	t->it.flags = flags;
+	t->it.clip_samples = clip_samples;
+}
+
 size_t make_items(struct titem *t, size_t max, int big)
 {
 	size_t n = 0;
@@ -148,7 +161,8 @@ int temp_fd(void)
 
 int items_equal(const rec_item *a, const rec_item *b)
 {
-	return a->type == b->type && a->clip == b->clip &&
+	return a->type == b->type && a->flags == b->flags &&
+	       a->clip == b->clip &&
 	       a->offset == b->offset && a->clip_samples == b->clip_samples &&
 	       a->segment == b->segment && a->label == b->label &&
 	       a->sample_rate == b->sample_rate && a->split == b->split &&

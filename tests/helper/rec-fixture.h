@@ -53,6 +53,14 @@ void titem_windows(struct titem *t, int dtype, uint64_t clip,
 		   uint32_t seg, uint32_t dim0, uint32_t dim1, uint32_t len,
 		   uint32_t hop, uint32_t n, uint32_t flags, size_t key_len);
 
+/* A piece (flags REC_ITEM_MORE, REC_ITEM_CONT) of segment 0 of clip:
+ * an audio piece of n samples, or a features piece of 8 mels by n
+ * frames, at offset, with clip_samples. Pieces of one clip made with the
+ * same key_len have the same key, label and split. */
+void titem_piece(struct titem *t, int type, int dtype, uint64_t clip,
+		 uint64_t offset, uint32_t n, uint32_t flags,
+		 uint64_t clip_samples, size_t key_len);
+
 /* Items of every type and dtype, keys of 0..20 bytes (every payload
  * alignment), an empty payload, with big one payload of 3 MB, with big 2
  * also a tiny one and one of 12 MB (reading ahead, a record longer than a

@@ -13,34 +13,70 @@
 #include "rec-fixture.h"
 #include "tap.h"
 
-void test_round_trip(int level, size_t bufsize)
+/* Writes the n items of t, with rec_write or, when reserve is set,
+ * alternately with reserve/commit (counting the reserved payloads not
+ * 16-byte aligned in *misaligned), and the trailer. */
+static int write_items(rec_writer *w, const struct titem *t, size_t n,
+		       int reserve, int *misaligned)
 {
-	struct titem t[300];
-	size_t n = make_items(t, 290, 1);
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++) {
+		void *p;
+
+		if (!reserve || i % 2) {
+			err = rec_write(w, &t[i].it);
+			continue;
+		}
+		err = rec_write_reserve(w, t[i].it.data_len, &p);
+		if (err)
+			break;
+		*misaligned += (uintptr_t)p % 16 != 0;
+		memcpy(p, t[i].data, t[i].it.data_len);
+		err = rec_write_commit(w, &t[i].it);
+	}
+	return err ? err : rec_writer_finish(w);
+}
+
+/* The n items of t written by write_items() into a temporary file, with
+ * zstd level and a writer's buffer of bufsize bytes (0: the default),
+ * the writer's result, alignment and byte count checked; the file. */
+static int write_stream(const struct titem *t, size_t n, int level,
+			size_t bufsize, int reserve, const char *what)
+{
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
 	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize,
 			      .write_behind = g_wb };
-	char what[64];
-	int fd = temp_fd(), err = 0;
+	int fd = temp_fd(), err, misaligned = 0;
 
-	snprintf(what, sizeof(what), "zstd %d, buffer %zu", level, bufsize);
 	err = rec_writer_open(&w, fd, h, &o);
-	for (size_t i = 0; i < n && !err; i++)
-		err = rec_write(w, &t[i].it);
 	if (!err)
-		err = rec_writer_finish(w);
+		err = write_items(w, t, n, reserve, &misaligned);
 	tap_is(err, 0, "%s: write %zu records", what, n);
 	if (err)
 		tap_diag("%s", rec_writer_detail(w));
+	tap_is(misaligned, 0, "%s: reserved payloads aligned", what);
 	tap_is_u64(rec_writer_count(w), n, "%s: writer count", what);
 	tap_is_u64(rec_writer_bytes(w), (uint64_t)lseek(fd, 0, SEEK_END),
 		   "%s: writer bytes equal the file size", what);
+	rec_writer_close(w);
+	rec_header_free(h);
+	return fd;
+}
+
+void test_round_trip(int level, size_t bufsize)
+{
+	struct titem t[300];
+	size_t n = make_items(t, 290, 1);
+	char what[64];
+	int fd;
+
+	snprintf(what, sizeof(what), "zstd %d, buffer %zu", level, bufsize);
+	fd = write_stream(t, n, level, bufsize, 0, what);
 	g_plain = level == 0;
 	check_stream(fd, t, n, what);
 	g_plain = 0;
-	rec_writer_close(w);
-	rec_header_free(h);
 	free_items(t, n);
 	close(fd);
 }
@@ -146,6 +182,31 @@ static void check_windows_expand(int fd, const struct titem *want, size_t n,
 	free(exp);
 }
 
+/* The trailer of the stream s (len bytes), at last, counts the n items
+ * of t: every record, every record but skipped ones as an item (pieces
+ * and windows records too), the skipped ones. */
+static void check_trailer_counts(const unsigned char *s, size_t len,
+				 size_t last, const struct titem *t, size_t n,
+				 const char *what)
+{
+	uint64_t items = 0, skipped = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		skipped += t[i].it.type == REC_T_SKIPPED;
+		items += t[i].it.type != REC_T_SKIPPED;
+	}
+	if (!tap_ok(last + REC_HDR_SIZE + 32 <= len &&
+		    s[last + 4] == REC_T_TRAILER, "%s: a trailer last", what))
+		return;
+	tap_is_u64(le32(s + last + 24) | (uint64_t)le32(s + last + 28) << 32,
+		   n, "%s: trailer n_records", what);
+	tap_is_u64(le32(s + last + 32) | (uint64_t)le32(s + last + 36) << 32,
+		   items, "%s: trailer n_items counts audio, windows and "
+		   "features records, each piece", what);
+	tap_is_u64(le32(s + last + 40) | (uint64_t)le32(s + last + 44) << 32,
+		   skipped, "%s: trailer n_skipped", what);
+}
+
 /* In the bytes: windows records carry version 2, every other record
  * (header and trailer too) version 1; the trailer counts windows records
  * as items. */
@@ -154,7 +215,6 @@ static void check_windows_bytes(int fd, const struct titem *t, size_t n,
 {
 	size_t len, nwin = 0, v2 = 0, other = 0, v1 = 0, p = 0, last = 0;
 	unsigned char *s = fd_bytes(fd, &len);
-	uint64_t items = 0, skipped = 0;
 
 	while (p + REC_HDR_SIZE <= len) {
 		if (s[p + 4] == REC_T_WINDOWS) {
@@ -167,26 +227,11 @@ static void check_windows_bytes(int fd, const struct titem *t, size_t n,
 		last = p;
 		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
 	}
-	for (size_t i = 0; i < n; i++) {
-		skipped += t[i].it.type == REC_T_SKIPPED;
-		items += t[i].it.type != REC_T_SKIPPED;
-	}
 	tap_ok(nwin > 0 && v2 == nwin, "%s: %zu windows records, %zu with "
 	       "version byte 2", what, nwin, v2);
 	tap_ok(v1 == other, "%s: the %zu others with version byte 1 (%zu)",
 	       what, other, v1);
-	if (!tap_ok(last + REC_HDR_SIZE + 32 <= len &&
-		    s[last + 4] == REC_T_TRAILER, "%s: a trailer last", what)) {
-		free(s);
-		return;
-	}
-	tap_is_u64(le32(s + last + 24) | (uint64_t)le32(s + last + 28) << 32,
-		   n, "%s: trailer n_records", what);
-	tap_is_u64(le32(s + last + 32) | (uint64_t)le32(s + last + 36) << 32,
-		   items, "%s: trailer n_items counts audio, windows and "
-		   "features records", what);
-	tap_is_u64(le32(s + last + 40) | (uint64_t)le32(s + last + 44) << 32,
-		   skipped, "%s: trailer n_skipped", what);
+	check_trailer_counts(s, len, last, t, n, what);
 	free(s);
 }
 
@@ -194,43 +239,101 @@ void test_windows_round_trip(int level, size_t bufsize, int reserve)
 {
 	struct titem t[64];
 	size_t n = make_windows_items(t);
-	rec_header *h = test_header();
-	rec_writer *w = NULL;
-	rec_writer_opts o = { .zstd_level = level, .buffer_size = bufsize,
-			      .write_behind = g_wb };
 	char what[80];
-	int fd = temp_fd(), err, misaligned = 0;
+	int fd;
 
 	snprintf(what, sizeof(what), "windows%s, zstd %d, buffer %zu",
 		 reserve ? " reserved" : "", level, bufsize);
-	err = rec_writer_open(&w, fd, h, &o);
-	for (size_t i = 0; i < n && !err; i++) {
-		void *p;
-
-		if (!reserve || i % 2) {
-			err = rec_write(w, &t[i].it);
-			continue;
-		}
-		err = rec_write_reserve(w, t[i].it.data_len, &p);
-		if (err)
-			break;
-		misaligned += (uintptr_t)p % 16 != 0;
-		memcpy(p, t[i].data, t[i].it.data_len);
-		err = rec_write_commit(w, &t[i].it);
-	}
-	if (!err)
-		err = rec_writer_finish(w);
-	tap_is(err, 0, "%s: write %zu records", what, n);
-	if (err)
-		tap_diag("%s", rec_writer_detail(w));
-	tap_is(misaligned, 0, "%s: reserved payloads aligned", what);
-	tap_is_u64(rec_writer_bytes(w), (uint64_t)lseek(fd, 0, SEEK_END),
-		   "%s: writer bytes equal the file size", what);
+	fd = write_stream(t, n, level, bufsize, reserve, what);
 	check_stream(fd, t, n, what);
 	check_windows_bytes(fd, t, n, what);
 	check_windows_expand(fd, t, n, what);
-	rec_writer_close(w);
-	rec_header_free(h);
+	free_items(t, n);
+	close(fd);
+}
+
+/* For every dtype: an audio clip in 3 pieces, its length 0 until the
+ * second; a features item in 2 pieces, the last empty; an audio item
+ * and a features item cut short (a piece flagged more, then a skipped
+ * record of its clip and segment); a whole record between. Then a clip
+ * of 2 x 3 MB in 2 pieces: larger than the writer's buffer, and than a
+ * chunk read ahead. */
+static size_t make_piece_items(struct titem *t)
+{
+	size_t n = 0;
+	uint64_t c = 0;
+
+	for (int d = REC_S16; d <= REC_BF16; d++, c += 5) {
+		size_t k = (size_t)(3 * d);
+
+		titem_piece(&t[n++], REC_T_AUDIO, d, c, 0, 100, REC_ITEM_MORE,
+			    0, k);
+		titem_piece(&t[n++], REC_T_AUDIO, d, c, 100, 100,
+			    REC_ITEM_MORE | REC_ITEM_CONT, 250, k);
+		titem_piece(&t[n++], REC_T_AUDIO, d, c, 200, 50,
+			    REC_ITEM_CONT, 250, k);
+		titem_piece(&t[n++], REC_T_FEATURES, d, c + 1, 0, 3,
+			    REC_ITEM_MORE, 0, k + 1);
+		titem_piece(&t[n++], REC_T_FEATURES, d, c + 1, 480, 0,
+			    REC_ITEM_CONT, 700, k + 1);
+		titem_piece(&t[n++], REC_T_AUDIO, d, c + 2, 0, 64,
+			    REC_ITEM_MORE, 0, k);
+		titem_piece(&t[n++], REC_T_SKIPPED, 0, c + 2, 64, 0, 0, 64, k);
+		titem_make(&t[n++], REC_T_AUDIO, d, c + 3, 0, 30, 1, k);
+		titem_piece(&t[n++], REC_T_FEATURES, d, c + 4, 0, 2,
+			    REC_ITEM_MORE, 900, k);
+		titem_piece(&t[n++], REC_T_SKIPPED, 0, c + 4, 400, 0, 0, 400,
+			    k);
+	}
+	titem_piece(&t[n++], REC_T_AUDIO, REC_S16, c, 0, 1500000,
+		    REC_ITEM_MORE, 0, 9);
+	titem_piece(&t[n++], REC_T_AUDIO, REC_S16, c, 1500000, 1500000,
+		    REC_ITEM_CONT, 3000000, 9);
+	return n;
+}
+
+/* In the bytes: exactly the records flagged more or cont carry version
+ * 3 (the others 1), and their flags byte is the item's (with zstd); the
+ * trailer counts each piece as a record and an item. */
+static void check_piece_bytes(int fd, const struct titem *t, size_t n,
+			      const char *what)
+{
+	size_t len, p = 0, k = 0, pieces = 0, wrong = 0, last = 0;
+	unsigned char *s = fd_bytes(fd, &len);
+
+	while (p + REC_HDR_SIZE <= len) {
+		unsigned flags = s[p + 5] & ~REC_F_ZSTD;
+		int data = s[p + 4] != REC_T_HEADER &&
+			   s[p + 4] != REC_T_TRAILER;
+
+		pieces += flags != 0;
+		wrong += s[p + 6] != (flags ? 3 : 1) ||
+			 (data && k < n && flags != t[k].it.flags);
+		k += data;
+		last = p;
+		p += REC_HDR_SIZE + (size_t)le32(s + p + 8) + le32(s + p + 12);
+	}
+	tap_ok(pieces > 0 && wrong == 0, "%s: %zu pieces, each of version 3 "
+	       "with its flags, the others of version 1 (%zu wrong)", what,
+	       pieces, wrong);
+	check_trailer_counts(s, len, last, t, n, what);
+	free(s);
+}
+
+void test_pieces_round_trip(int level, size_t bufsize, int reserve)
+{
+	struct titem t[64];
+	size_t n = make_piece_items(t);
+	char what[80];
+	int fd;
+
+	snprintf(what, sizeof(what), "pieces%s, zstd %d, buffer %zu",
+		 reserve ? " reserved" : "", level, bufsize);
+	fd = write_stream(t, n, level, bufsize, reserve, what);
+	g_plain = level == 0;
+	check_stream(fd, t, n, what);
+	g_plain = 0;
+	check_piece_bytes(fd, t, n, what);
 	free_items(t, n);
 	close(fd);
 }

@@ -19,4 +19,10 @@ void test_round_trip(int level, size_t bufsize);
  * each window expanded with rec_window(). */
 void test_windows_round_trip(int level, size_t bufsize, int reserve);
 
+/* Items in pieces among whole ones (rec-round-trip.c says which)
+ * written with rec_write, or alternately with reserve/commit, read back
+ * field by field (flags too), their bytes checked: version 3 exactly
+ * for the pieces, the trailer counting each piece. */
+void test_pieces_round_trip(int level, size_t bufsize, int reserve);
+
 #endif

@@ -1,9 +1,10 @@
 /*
- * test-rec-item - unit tests of lib/rec_item.c: rec_window() and
- * rec_each_window() on windows records in memory, the last segment a
- * record holds, and the item rules as the writer applies them: windows
- * that do not fit their samples, refused by rec_write and by commit, and
- * the clip and segment order over a windows record's range.
+ * test-rec-item - unit tests of lib/rec_item.c and rec_piece.c:
+ * rec_window() and rec_each_window() on windows records in memory, the
+ * last segment a record holds, and the item rules as the writer applies
+ * them: windows that do not fit their samples, refused by rec_write and
+ * by commit, the clip and segment order over a windows record's range,
+ * and the rules of items in pieces.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -229,10 +230,190 @@ static void test_windows_refusals(void)
 	close(fd);
 }
 
+/* rec_write() (or commit) of t must be refused with REC_E_INVAL and a
+ * detail holding why; counts what was not. */
+static int refused(rec_writer *w, const struct titem *t, int commit,
+		   const char *why)
+{
+	int err;
+	void *p;
+
+	if (commit) {
+		err = rec_write_reserve(w, t->it.data_len, &p);
+		if (err == REC_OK) {
+			memcpy(p, t->data, t->it.data_len);
+			err = rec_write_commit(w, &t->it);
+		}
+	} else {
+		err = rec_write(w, &t->it);
+	}
+	tap_is(err, REC_E_INVAL, "%s refuses: %s", commit ? "commit"
+	       : "rec_write", why);
+	if (strstr(rec_writer_detail(w), why))
+		return 0;
+	tap_diag("detail: %s", rec_writer_detail(w));
+	return 1;
+}
+
+/* A piece like base (its clip, key, dtype), changed by the caller. */
+static void piece_like(struct titem *t, const struct titem *base,
+		       uint64_t offset, uint32_t n, uint32_t flags,
+		       uint64_t clip_samples)
+{
+	titem_piece(t, base->it.type, base->it.dtype, base->it.clip, offset, n,
+		    flags, clip_samples, base->it.key_len);
+}
+
+/* The writer refuses each piece that breaks a rule, with the reader's
+ * reason, through rec_write and commit, and the stream goes on: the
+ * pieces it took read back as written. */
+static void test_piece_refusals(void)
+{
+	enum { MC = REC_ITEM_MORE | REC_ITEM_CONT };
+	struct titem good[9], t;
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd(), unexplained = 0, k = 0;
+
+	rec_writer_open(&w, fd, h, NULL);
+	titem_piece(&good[k], REC_T_AUDIO, REC_S16, 0, 0, 10, REC_ITEM_MORE,
+		    0, 4);
+	tap_is(rec_write(w, &good[k++].it), 0, "a piece flagged more");
+	tap_ok(rec_item_is_piece(&good[0].it), "rec_item_is_piece() says so");
+
+	titem_piece(&t, REC_T_SKIPPED, 0, 0, 10, 0, REC_ITEM_MORE, 10, 4);
+	unexplained += refused(w, &t, 0, "the more flag on a skipped record "
+			       "(only audio and features records come in "
+			       "pieces)");
+	free(t.data);
+	titem_windows(&t, REC_S16, 0, 0, 80, 1, 40, 20, 3, 0, 4);
+	t.it.flags = REC_ITEM_CONT;
+	unexplained += refused(w, &t, 0, "the cont flag on a windows record");
+	free(t.data);
+	piece_like(&t, &good[0], 10, 10, 0x10, 20);
+	unexplained += refused(w, &t, 0, "unknown item flags 0x10");
+	tap_is(rec_writer_finish(w), REC_E_INVAL, "no trailer after a piece "
+	       "flagged more");
+	unexplained += !strstr(rec_writer_detail(w), "the stream ends after a "
+			       "piece of clip 0 segment 0 flagged more");
+	free(t.data);
+	titem_make(&t, REC_T_AUDIO, REC_S16, 1, 0, 10, 1, 4);
+	unexplained += refused(w, &t, 1, "audio record of clip 1 segment 0 "
+			       "after a piece of clip 0 segment 0 flagged "
+			       "more");
+	free(t.data);
+
+	/* the next piece, each field wrong in turn */
+	piece_like(&t, &good[0], 10, 10, MC, 20);
+	t.it.label = 7;
+	unexplained += refused(w, &t, 0, "a piece flagged cont whose label "
+			       "(7) differs from the piece before (-1)");
+	t.it.label = good[0].it.label;
+	t.it.sample_rate = 8000;
+	unexplained += refused(w, &t, 1, "whose sample_rate (8000) differs");
+	t.it.sample_rate = good[0].it.sample_rate;
+	t.it.split = 2;
+	unexplained += refused(w, &t, 0, "whose split (2) differs");
+	t.it.split = good[0].it.split;
+	t.it.dtype = REC_BF16;
+	unexplained += refused(w, &t, 0, "whose dtype (bf16) differs from "
+			       "the piece before (s16)");
+	t.it.dtype = REC_S16;
+	t.key[0] = 'q';
+	unexplained += refused(w, &t, 0, "whose key differs from the piece "
+			       "before");
+	t.key[0] = good[0].key[0];
+	t.it.key_len = 3;
+	unexplained += refused(w, &t, 0, "whose key differs from the piece "
+			       "before");
+	t.it.key_len = 4;
+	t.it.segment = 1;
+	unexplained += refused(w, &t, 0, "audio piece flagged cont of clip 0 "
+			       "segment 1 after a piece of clip 0 segment 0 "
+			       "flagged more");
+	t.it.segment = 0;
+	t.it.offset = 11;
+	unexplained += refused(w, &t, 1, "a piece flagged cont at offset 11, "
+			       "not where the piece before ends (0 + 10)");
+	t.it.offset = 10;
+	t.it.dim0 = 5;
+	t.it.dim1 = 2;
+	unexplained += refused(w, &t, 0, "whose dim1 (2) differs from the "
+			       "piece before (1)");
+	t.it.dim0 = 10;
+	t.it.dim1 = 1;
+	t.it.type = REC_T_FEATURES;
+	unexplained += refused(w, &t, 0, "whose type (features) differs from "
+			       "the piece before (audio)");
+	t.it.type = REC_T_AUDIO;
+	t.it.flags = REC_ITEM_CONT;
+	t.it.clip_samples = 0;
+	unexplained += refused(w, &t, 0, "the last piece of an item with "
+			       "clip_samples 0");
+	free(t.data);
+	piece_like(&t, &good[0], 10, 0, MC, 20);
+	unexplained += refused(w, &t, 1, "a piece of 0 samples flagged more "
+			       "(only the last piece of an item may be "
+			       "empty)");
+	free(t.data);
+	piece_like(&good[k], &good[0], 10, 10, MC, 20);
+	tap_is(rec_write(w, &good[k++].it), 0, "the right next piece, its "
+	       "length known");
+	piece_like(&t, &good[0], 20, 10, REC_ITEM_CONT, 21);
+	unexplained += refused(w, &t, 0, "whose clip_samples (21) differs "
+			       "from the piece before (20)");
+	free(t.data);
+	piece_like(&good[k], &good[0], 20, 0, REC_ITEM_CONT, 20);
+	tap_is(rec_write(w, &good[k++].it), 0, "an empty last piece");
+	piece_like(&t, &good[0], 20, 5, REC_ITEM_CONT, 20);
+	unexplained += refused(w, &t, 0, "a piece flagged cont (clip 0 "
+			       "segment 0) without a piece flagged more "
+			       "before it");
+	free(t.data);
+
+	/* features: offsets increase; cut short by a skipped record */
+	titem_piece(&good[k], REC_T_FEATURES, REC_F32, 1, 0, 2, REC_ITEM_MORE,
+		    0, 6);
+	tap_is(rec_write(w, &good[k++].it), 0, "a features piece flagged "
+	       "more");
+	piece_like(&t, &good[k - 1], 0, 1, MC, 0);
+	unexplained += refused(w, &t, 0, "a piece flagged cont at offset 0, "
+			       "not after the piece before (0)");
+	t.it.offset = 320;
+	t.it.dim0 = 4;
+	t.it.dim1 = 2;
+	unexplained += refused(w, &t, 1, "whose dim0 (4) differs from the "
+			       "piece before (8)");
+	free(t.data);
+	piece_like(&good[k], &good[k - 1], 320, 1, MC, 0);
+	tap_is(rec_write(w, &good[k++].it), 0, "its next piece");
+	titem_piece(&t, REC_T_SKIPPED, 0, 1, 480, 0, 0, 480, 6);
+	t.it.segment = 1;
+	unexplained += refused(w, &t, 0, "skipped record of clip 1 segment 1 "
+			       "after a piece of clip 1 segment 0 flagged "
+			       "more");
+	free(t.data);
+	titem_piece(&good[k], REC_T_SKIPPED, 0, 1, 480, 0, 0, 480, 6);
+	tap_is(rec_write(w, &good[k++].it), 0, "a skipped record of its clip "
+	       "and segment ends it cut short");
+	titem_make(&good[k], REC_T_AUDIO, REC_S16, 1, 0, 10, 1, 6);
+	good[k].it.segment = 1;
+	tap_is(rec_write(w, &good[k++].it), 0, "and the clip's next segment "
+	       "follows");
+	tap_is(unexplained, 0, "each refusal says why");
+	tap_is(rec_writer_finish(w), 0, "finish");
+	check_stream(fd, good, (size_t)k, "pieces after refusals");
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(good, (size_t)k);
+	close(fd);
+}
+
 int main(void)
 {
 	test_rec_window();
 	test_each_window();
 	test_windows_refusals();
+	test_piece_refusals();
 	return tap_done();
 }

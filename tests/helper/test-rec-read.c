@@ -2,8 +2,9 @@
  * test-rec-read - unit tests of lib/rec_read.c: detection of every
  * single-byte corruption and truncation, the reader's caps and errors,
  * its rules for windows records (version bytes, descriptions, metadata
- * length, order over a record's segments), streams dribbled through a
- * pipe in small pieces. With --read-ahead they run again through the
+ * length, order over a record's segments) and for items in pieces (flags,
+ * versions, the fields a piece repeats, the order), streams dribbled
+ * through a pipe in small pieces. With --read-ahead they run again through the
  * reading thread (lib/readahead.c), with round trips, payloads left
  * unaligned, and a reader closed while its thread waits on a stalled
  * pipe.
@@ -119,11 +120,11 @@ static void test_reader_errors(void)
 	tap_is(err, REC_E_TRAILING, "one byte after the trailer is refused");
 	free(two);
 
-	s[6] = 3; /* the header record's version */
+	s[6] = 4; /* the header record's version */
 	err = read_all(s, len, detail, sizeof(detail), 0);
 	tap_is(err, REC_E_VERSION, "a newer version is refused");
-	tap_ok(strstr(detail, ": format version 3 is newer than this "
-		      "reader's version 2") != NULL,
+	tap_ok(strstr(detail, ": format version 4 is newer than this "
+		      "reader's version 3") != NULL,
 	       "naming both versions: %s", detail);
 	free(s);
 
@@ -245,8 +246,9 @@ static void test_windows_reader(void)
 	static const struct patch patches[] = {
 		{ 1, 6, 1, 1, REC_E_FORMAT, "a windows record marked format "
 		  "version 1 (windows records are version 2)", 0 },
-		{ 1, 6, 1, 3, REC_E_VERSION, "format version 3 is newer than "
-		  "this reader's version 2", 0 },
+		{ 1, 6, 1, 4, REC_E_VERSION, "format version 4 is newer than "
+		  "this reader's version 3", 0 },
+		{ 1, 6, 1, 3, REC_END, NULL, 0 },  /* windows of version 3 */
 		{ 0, 6, 1, 2, REC_END, NULL, 0 },  /* header of version 2 */
 		{ 2, 6, 1, 2, REC_END, NULL, 0 },  /* audio of version 2 */
 		{ 3, 6, 1, 2, REC_END, NULL, 0 },  /* trailer of version 2 */
@@ -313,37 +315,213 @@ static void test_windows_reader(void)
 	free(s);
 }
 
-/* Every changed byte and every cut of a stream with a windows record is
- * detected. */
-static void test_windows_corruption(void)
+/* Every changed byte (bits 0, 1 and 7 flipped) and every cut of the
+ * stream s is detected; s is freed. */
+static void test_every_byte(unsigned char *s, size_t len, const char *what)
 {
-	size_t len;
-	unsigned char *s = windows_stream(&len);
+	static const unsigned char masks[] = { 0x01, 0x02, 0x80 };
 	int undetected = 0, cut_bad = 0;
 
 	for (size_t i = 0; i < len; i++)
-		for (int m = 0; m < 2; m++) {
-			unsigned char mask = m ? 0x80 : 0x01;
-
-			s[i] ^= mask;
+		for (size_t m = 0; m < sizeof(masks); m++) {
+			s[i] ^= masks[m];
 			undetected += read_all(s, len, NULL, 0, 0) >= 0;
-			s[i] ^= mask;
+			s[i] ^= masks[m];
 		}
 	for (size_t cut = 0; cut < len; cut++)
 		cut_bad += read_all(s, cut, NULL, 0, 0) != REC_E_TRUNC;
-	tap_is(undetected, 0, "windows stream: every changed byte of %zu is "
-	       "detected%s", len, g_ra ? " (read ahead)" : "");
-	tap_is(cut_bad, 0, "windows stream: every cut is REC_E_TRUNC");
+	tap_is(undetected, 0, "%s: every changed byte of %zu is detected%s",
+	       what, len, g_ra ? " (read ahead)" : "");
+	tap_is(cut_bad, 0, "%s: every cut is REC_E_TRUNC", what);
 	free(s);
+}
+
+/* A stream of items in pieces: header; clip 0 in 3 audio pieces of 10
+ * s16 samples (key of 4 bytes, label -1, split 0, 16000 Hz; clip_samples
+ * 0, then 30); clip 1 in 2 features pieces of 8 f32 mels by 2 and 1
+ * frames (offsets 0 and 320), cut short by a skipped record (offset and
+ * clip_samples 480); trailer (record 7). */
+static unsigned char *pieces_stream(size_t *len)
+{
+	struct titem t[6];
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd(), err;
+	unsigned char *s;
+
+	titem_piece(&t[0], REC_T_AUDIO, REC_S16, 0, 0, 10, REC_ITEM_MORE, 0,
+		    4);
+	titem_piece(&t[1], REC_T_AUDIO, REC_S16, 0, 10, 10,
+		    REC_ITEM_MORE | REC_ITEM_CONT, 30, 4);
+	titem_piece(&t[2], REC_T_AUDIO, REC_S16, 0, 20, 10, REC_ITEM_CONT,
+		    30, 4);
+	titem_piece(&t[3], REC_T_FEATURES, REC_F32, 1, 0, 2, REC_ITEM_MORE,
+		    0, 4);
+	titem_piece(&t[4], REC_T_FEATURES, REC_F32, 1, 320, 1,
+		    REC_ITEM_MORE | REC_ITEM_CONT, 0, 4);
+	titem_piece(&t[5], REC_T_SKIPPED, 0, 1, 480, 0, 0, 480, 4);
+	err = rec_writer_open(&w, fd, h, NULL);
+	for (int i = 0; i < 6 && !err; i++)
+		err = rec_write(w, &t[i].it);
+	if (err || rec_writer_finish(w) != REC_OK)
+		exit(99);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, 6);
+	s = fd_bytes(fd, len);
+	close(fd);
+	return s;
+}
+
+/* A copy of s with one field changed and the CRCs made right again. */
+static unsigned char *patched(const unsigned char *s, size_t len, int rec,
+			      size_t at, uint32_t value)
+{
+	unsigned char *c = malloc(len);
+
+	memcpy(c, s, len);
+	put_le32(c + rec_at(s, len, (size_t)rec) + at, value);
+	restamp(c, len);
+	return c;
+}
+
+/* The reader's side of pieces: each flag rule, each field a piece must
+ * repeat, offsets, clip_samples, the cut-short skipped record, a piece
+ * flagged more before the trailer. */
+static void test_pieces_reader(void)
+{
+	enum { M = 24 }; /* where the metadata starts in a record */
+	static const struct patch patches[] = {
+		{ 2, 5, 1, 0, REC_E_ORDER, "audio record of clip 0 segment 0 "
+		  "after a piece of clip 0 segment 0 flagged more (a piece "
+		  "flagged cont or a skipped record of that clip and segment "
+		  "must follow)", 0 },
+		{ 1, 5, 1, REC_F_MORE | REC_F_CONT, REC_E_ORDER, "a piece "
+		  "flagged cont (clip 0 segment 0) without a piece flagged "
+		  "more before it", 0 },
+		{ 1, 5, 1, REC_F_CONT, REC_E_FORMAT, "the last piece of an "
+		  "item with clip_samples 0", 0 }, /* (before the order) */
+		{ 3, 5, 1, REC_F_MORE | REC_F_CONT, REC_E_ORDER, "features "
+		  "record of clip 1 segment 0 after a piece of clip 0 segment "
+		  "0 flagged more", 1 },
+		{ 2, M + 28, 4, 5, REC_E_ORDER, "a piece flagged cont whose "
+		  "label (5) differs from the piece before (-1)", 0 },
+		{ 2, M + 32, 4, 8000, REC_E_ORDER, "whose sample_rate (8000) "
+		  "differs from the piece before (16000)", 0 },
+		{ 2, M + 36, 1, 3, REC_E_ORDER, "whose split (3) differs from "
+		  "the piece before (0)", 0 },
+		{ 2, M + 37, 1, REC_F16, REC_E_ORDER, "whose dtype (f16) "
+		  "differs from the piece before (s16)", 0 },
+		{ 2, M + 48, 1, 'z', REC_E_ORDER, "a piece flagged cont whose "
+		  "key differs from the piece before", 0 },
+		{ 5, 4, 1, REC_T_AUDIO, REC_E_ORDER, "whose type (audio) "
+		  "differs from the piece before (features)", 0 },
+		{ 2, M + 8, 4, 11, REC_E_ORDER, "a piece flagged cont at offset "
+		  "11, not where the piece before ends (0 + 10)", 0 },
+		{ 2, M + 8, 4, 9, REC_E_ORDER, "at offset 9, not where the "
+		  "piece before ends (0 + 10)", 0 },
+		{ 5, M + 8, 4, 0, REC_E_ORDER, "a piece flagged cont at offset "
+		  "0, not after the piece before (0)", 0 },
+		{ 5, M + 8, 4, 1, REC_END, NULL, 0 }, /* (the hop is unknown) */
+		{ 2, M + 16, 4, 0, REC_END, NULL, 0 }, /* length not known */
+		{ 1, M + 16, 4, 30, REC_END, NULL, 0 }, /* known at once */
+		{ 1, M + 16, 4, 29, REC_E_ORDER, "whose clip_samples (30) "
+		  "differs from the piece before (29)", 1 },
+		{ 3, M + 16, 4, 31, REC_E_ORDER, "whose clip_samples (31) "
+		  "differs from the piece before (30)", 0 },
+		{ 3, M + 16, 4, 0, REC_E_FORMAT, "the last piece of an item "
+		  "with clip_samples 0 (it gives the clip's length)", 0 },
+		{ 4, M + 24, 4, 1, REC_E_ORDER, "features piece flagged cont of "
+		  "clip 1 segment 0 after a piece of clip 1 segment 1 flagged "
+		  "more", 1 },
+		{ 6, M + 24, 4, 1, REC_E_ORDER, "skipped record of clip 1 "
+		  "segment 1 after a piece of clip 1 segment 0 flagged more",
+		  0 },
+		{ 6, M, 4, 2, REC_E_ORDER, "skipped record of clip 2 segment 0 "
+		  "after a piece of clip 1 segment 0 flagged more", 0 },
+		{ 1, 6, 1, 2, REC_E_FORMAT, "the more flag in a record marked "
+		  "format version 2 (pieces are version 3)", 0 },
+		{ 2, 6, 1, 1, REC_E_FORMAT, "the more and cont flags in a "
+		  "record marked format version 1", 0 },
+		{ 3, 6, 1, 2, REC_E_FORMAT, "the cont flag in a record marked "
+		  "format version 2", 0 },
+		{ 0, 5, 1, REC_F_ZSTD, REC_E_FORMAT, "a header record with "
+		  "flags 0x01 (header and trailer records have flags 0)", 0 },
+		{ 7, 5, 1, REC_F_CONT, REC_E_FORMAT, "a trailer record with "
+		  "flags 0x04 (header and trailer records have flags 0)", 0 },
+		{ 6, 5, 1, REC_F_MORE, REC_E_FORMAT, "the more flag on a "
+		  "skipped record (only audio and features records come in "
+		  "pieces)", 0 },
+		{ 6, 5, 1, 0x10, REC_E_FORMAT, "unknown flags 0x10", 0 },
+		{ 0, 6, 1, 3, REC_END, NULL, 0 }, /* a header of version 3 */
+	};
+	/* dims changed in pairs that keep the payload's size */
+	static const struct patch dims[] = {
+		{ 2, M + 44, 4, 2, REC_E_ORDER, "a piece flagged cont whose "
+		  "dim1 (2) differs from the piece before (1)", 0 },
+		{ 5, M + 44, 4, 2, REC_E_ORDER, "a piece flagged cont whose "
+		  "dim0 (4) differs from the piece before (8)", 0 },
+	};
+	size_t len, p6, p7, n7;
+	unsigned char *s = pieces_stream(&len), *c;
+	char detail[1024];
+
+	tap_is(read_all(s, len, NULL, 0, 0), REC_END, "the pieces stream "
+	       "reads%s", g_ra ? " (read ahead)" : "");
+	for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++)
+		check_patch(s, len, &patches[i]);
+	c = patched(s, len, 2, M + 40, 5);
+	check_patch(c, len, &dims[0]);
+	free(c);
+	c = patched(s, len, 5, M + 40, 4);
+	check_patch(c, len, &dims[1]);
+	free(c);
+	/* the skipped record left out, the trailer's counts made to
+	 * match: the stream ends after a piece flagged more */
+	p6 = rec_at(s, len, 6);
+	p7 = rec_at(s, len, 7);
+	n7 = len - p7;
+	c = malloc(len);
+	memcpy(c, s, p6);
+	memcpy(c + p6, s + p7, n7);
+	put_le32(c + p6 + 24, 5);      /* n_records */
+	put_le32(c + p6 + 32, 5);      /* n_items */
+	put_le32(c + p6 + 40, 0);      /* n_skipped */
+	restamp(c, p6 + n7);
+	tap_is(read_all(c, p6 + n7, detail, sizeof(detail), 0), REC_E_ORDER,
+	       "a trailer after a piece flagged more is refused");
+	tap_ok(strstr(detail, ": record 6 at byte ") != NULL &&
+	       strstr(detail, ": the stream ends after a piece of clip 1 "
+		      "segment 0 flagged more (its item goes on)") != NULL,
+	       "at the trailer, saying why: %s", detail);
+	free(c);
+	free(s);
+}
+
+/* The reader's tests of pieces (run once plainly, once reading ahead). */
+static void test_pieces_reads(void)
+{
+	size_t len;
+	unsigned char *s;
+
+	test_pieces_round_trip(0, 0, 0);
+	test_pieces_round_trip(3, 0, 0);
+	test_pieces_reader();
+	s = pieces_stream(&len);
+	test_every_byte(s, len, "pieces stream");
 }
 
 /* The reader's windows tests (run once plainly, once reading ahead). */
 static void test_windows_reads(void)
 {
+	size_t len;
+	unsigned char *s;
+
 	test_windows_round_trip(0, 0, 0);
 	test_windows_round_trip(3, 0, 0);
 	test_windows_reader();
-	test_windows_corruption();
+	s = windows_stream(&len);
+	test_every_byte(s, len, "windows stream");
 }
 
 /* A child dribbles a stream into a pipe in small random pieces; the
@@ -455,6 +633,7 @@ static void test_read_ahead(void)
 	test_corruption(3);
 	test_reader_errors();
 	test_windows_reads();
+	test_pieces_reads();
 	test_slow_pipe();
 	test_close_while_waiting();
 	g_ra = 0;
@@ -475,6 +654,7 @@ int main(int argc, char **argv)
 	test_corruption(3);
 	test_reader_errors();
 	test_windows_reads();
+	test_pieces_reads();
 	test_slow_pipe();
 	return tap_done();
 }

@@ -3,9 +3,9 @@
  * record type and element type with and without zstd, payloads larger
  * than the writer's buffer, reserve/commit, the writer's refusals, the
  * version bytes of a stream without windows records, windows records
- * written with rec_write and reserve/commit, EPIPE. With --write-behind
- * the round trips and EPIPE run again through the writing thread
- * (lib/writebehind.c).
+ * written with rec_write and reserve/commit, items in pieces, EPIPE. With
+ * --write-behind the round trips and EPIPE run again through the writing
+ * thread (lib/writebehind.c).
  */
 #include <signal.h>
 #include <stdint.h>
@@ -259,6 +259,10 @@ static void test_writes(void)
 	test_reserve(0, 4096);
 	test_reserve(0, 100000);
 	test_reserve(5, 0);
+	test_pieces_round_trip(0, 0, 0);
+	test_pieces_round_trip(0, 4096, 1);
+	test_pieces_round_trip(0, 100000, 1);
+	test_pieces_round_trip(3, 0, 1);
 }
 
 /* The writer's tests once more with writing behind. */

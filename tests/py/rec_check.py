@@ -112,6 +112,10 @@ def item_line(pairs, it, want_stats):
             line += b" win_len=%d win_hop=%d n_windows=%d pad=%s" % (
                 it.win_len, it.win_hop, it.n_windows,
                 b"yes" if it.win_flags & rs.WIN_PAD else b"no")
+        if it.flags:
+            names = [b"more"] if it.flags & rs.F_MORE else []
+            names += [b"cont"] if it.flags & rs.F_CONT else []
+            line += b" piece=" + b",".join(names)
         if want_stats:
             line += stats(it)
     line += b" key=" + escape(it.key, True)
@@ -120,8 +124,11 @@ def item_line(pairs, it, want_stats):
     return line + b"\n"
 
 
-def summary(pairs, items):
+def summary(pairs, records):
+    """recdump --summary: an item in pieces counts once (as its first
+    piece) in the totals per type, split and label."""
     labels = [v for k, v in pairs if k == "label"]
+    items = [i for i in records if not i.flags & rs.F_CONT]
     out = bytearray()
     for t in (rs.T_AUDIO, rs.T_FEATURES, rs.T_SKIPPED):
         out += b"type %s %d\n" % (rs.TYPE_NAMES[t].encode(),
@@ -130,6 +137,12 @@ def summary(pairs, items):
     if windows:
         out += b"type windows %d\n" % len(windows)
         out += b"windows %d\n" % sum(i.n_windows for i in windows)
+    pieces = sum(1 for i in records if i.flags)
+    if pieces:
+        out += b"pieces %d\n" % pieces
+        out += b"cut_short %d\n" % sum(
+            1 for a, b in zip(records, records[1:])
+            if a.flags & rs.F_MORE and b.type == rs.T_SKIPPED)
     for s, name in enumerate(rs.SPLITS):
         out += b"split %s %d\n" % (name.encode(),
                                    sum(i.split == s for i in items))
@@ -140,8 +153,8 @@ def summary(pairs, items):
     other = sum(i.label >= len(labels) for i in items)
     if other:
         out += b"label unknown %d\n" % other
-    out += b"clips %d\n" % len(set(i.clip for i in items))
-    out += b"payload_bytes %d\n" % sum(len(i.data) for i in items)
+    out += b"clips %d\n" % len(set(i.clip for i in records))
+    out += b"payload_bytes %d\n" % sum(len(i.data) for i in records)
     return bytes(out)
 
 

@@ -10,8 +10,9 @@ same streams, for the same reason, at the same record.
 
 Format version 2: windows records (type 6) describe windows of their
 samples; window() and expand() turn them into the audio records they
-stand for. Records are written with the lowest version that defines
-their type (type_version), so streams without windows records are
+stand for. Format version 3: audio and features items in pieces (flags
+more and cont). Records are written with the lowest version that defines
+them (type_version), so streams without windows records and pieces are
 version 1 byte for byte.
 
 zstd comes from the system's libzstd through ctypes (the C build needs it
@@ -23,7 +24,7 @@ import ctypes.util
 import struct
 
 MAGIC = b"MELP"
-VERSION = 2          # the newest format version this reader knows
+VERSION = 3          # the newest format version this reader knows
 HDR_SIZE = 24
 ITEM_META = 48
 WINDOWS_META = 16    # a windows record's fields after its key
@@ -37,6 +38,9 @@ TYPE_NAMES = {1: "header", 2: "audio", 3: "features", 4: "skipped",
               5: "trailer", 6: "windows"}
 DATA_TYPES = (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS)
 F_ZSTD = 1
+F_MORE = 2           # a piece of an item that goes on in the next record
+F_CONT = 4           # a piece that goes on with the record before's item
+PIECE = F_MORE | F_CONT
 WIN_PAD = 1          # windows flag: windows past the samples are padded
 DTYPES = {1: ("s16", 2), 2: ("f32", 4), 3: ("f16", 2), 4: ("bf16", 2)}
 DTYPE_IDS = {name: i for i, (name, _) in DTYPES.items()}
@@ -53,9 +57,12 @@ for _b in range(256):
     _CRC_TABLE.append(_c)
 
 
-def type_version(rtype):
-    """The version byte a record of rtype is written with: the lowest
-    format version that defines the type (2 for windows, else 1)."""
+def type_version(rtype, flags=0):
+    """The version byte a record of rtype with flags is written with: the
+    lowest format version that defines it (3 for a piece, 2 for windows,
+    else 1)."""
+    if flags & PIECE:
+        return 3
     return 2 if rtype == T_WINDOWS else 1
 
 
@@ -196,7 +203,7 @@ def record(rtype, meta=b"", data=b"", flags=0, raw_len=None, version=None,
     may be forced to a wrong value; the CRC is computed over what is
     written unless crc is given."""
     if version is None:
-        version = type_version(rtype)
+        version = type_version(rtype, flags)
     head = bytearray(magic)
     head += struct.pack("<BBBBIIII", rtype, flags, version, reserved,
                         len(meta) if meta_len is None else meta_len,
@@ -227,11 +234,13 @@ class Builder:
         return self
 
     def item(self, rtype, payload=b"", zstd_level=0, raw_frame=False,
-             check=True, **fields):
+             check=True, piece=0, version=None, **fields):
         """A data record; for audio/features dims must match payload. A
         windows record takes win_len, win_hop, n_windows and win_flags
         too; its description is checked against its dims (ValueError)
-        unless check is false, which builds broken ones on purpose."""
+        unless check is false, which builds broken ones on purpose.
+        piece: the flags F_MORE and F_CONT of a piece of an item; version
+        overrides the version byte."""
         if rtype == T_WINDOWS:
             if "win_len" not in fields:
                 raise ValueError("a windows record needs win_len, win_hop, "
@@ -247,18 +256,19 @@ class Builder:
         elif "win_len" in fields:
             raise ValueError("window fields in a %s record"
                              % TYPE_NAMES.get(rtype, rtype))
-        flags, stored = 0, payload
+        flags, stored = piece, payload
         if raw_frame:
-            stored, flags = zstd_raw_frame(payload), F_ZSTD
+            stored, flags = zstd_raw_frame(payload), flags | F_ZSTD
         elif zstd_level and payload:
             # as lib/rec_write.c does: keep the frame only when it is smaller
             z = zstd().compress(payload, zstd_level)
             if len(z) < len(payload):
-                stored, flags = z, F_ZSTD
+                stored, flags = z, flags | F_ZSTD
         if rtype == T_SKIPPED:
             fields.setdefault("dtype", 0)
         return self.add(record(rtype, item_meta(**fields), stored,
-                               flags=flags, raw_len=len(payload)), rtype)
+                               flags=flags, raw_len=len(payload),
+                               version=version), rtype)
 
     def trailer(self, **override):
         data = [k for k in self.kinds if k in DATA_TYPES]
@@ -299,11 +309,11 @@ class RecError(Exception):
 
 class Item:
     """A data record as read. The window fields are 0 but in windows
-    records."""
+    records; flags holds a piece's F_MORE and F_CONT."""
     __slots__ = ("type", "clip", "offset", "clip_samples", "segment",
                  "label", "sample_rate", "split", "dtype", "key_len", "dim0",
                  "dim1", "key", "data", "index", "win_len", "win_hop",
-                 "n_windows", "win_flags")
+                 "n_windows", "win_flags", "flags")
 
     def last_segment(self):
         """The segment index of the last window the record holds."""
@@ -318,7 +328,7 @@ class Item:
                  clip_samples=self.clip_samples, segment=self.segment,
                  label=self.label, sample_rate=self.sample_rate,
                  split=self.split, dtype=self.dtype, key=self.key,
-                 dim0=self.dim0, dim1=self.dim1)
+                 dim0=self.dim0, dim1=self.dim1, piece=self.flags)
         if self.type == T_WINDOWS:
             f.update(win_len=self.win_len, win_hop=self.win_hop,
                      n_windows=self.n_windows, win_flags=self.win_flags)
@@ -380,6 +390,7 @@ class Reader:
         self.counts = [0, 0, 0]  # records, items, skipped
         self.csum = 0
         self.prev = None
+        self.more = None  # the piece before, when flagged more
 
     def fail(self, code, msg):
         raise RecError(code, self.nrec, self.pos, msg)
@@ -413,11 +424,19 @@ class Reader:
             self.fail("FORMAT", "invalid format version 0")
         if rtype not in TYPE_NAMES:
             self.fail("FORMAT", "unknown record type %d" % rtype)
-        if version < type_version(rtype):
-            self.fail("FORMAT", "a %s record marked format version %d"
-                      % (TYPE_NAMES[rtype], version))
-        if flags & ~F_ZSTD:
+        if rtype == T_WINDOWS and version < 2:
+            self.fail("FORMAT", "a windows record marked format version %d"
+                      % version)
+        if flags & ~(F_ZSTD | PIECE):
             self.fail("FORMAT", "unknown flags")
+        if flags and rtype in (T_HEADER, T_TRAILER):
+            self.fail("FORMAT", "a header or trailer record with flags")
+        if flags & PIECE and rtype not in (T_AUDIO, T_FEATURES):
+            self.fail("FORMAT", "piece flags on a %s record"
+                      % TYPE_NAMES[rtype])
+        if flags & PIECE and version < 3:
+            self.fail("FORMAT", "piece flags in a record of version %d"
+                      % version)
         if reserved:
             self.fail("FORMAT", "reserved byte")
         if mlen > MAX_META:
@@ -444,20 +463,22 @@ class Reader:
             data = zstd().decompress(data, rlen)
             if data is None:
                 self.fail("ZSTD", "does not decompress to raw_len")
-        return rtype, meta, data, dlen, rlen, crc, total
+        return rtype, flags, meta, data, dlen, rlen, crc, total
 
     def record(self):
-        rtype, meta, data, dlen, rlen, crc, total = self.frame()
+        rtype, flags, meta, data, dlen, rlen, crc, total = self.frame()
         if self.nrec == 0 and rtype != T_HEADER:
             self.fail("ORDER", "stream does not start with a header")
         if self.nrec > 0 and rtype == T_HEADER:
             self.fail("ORDER", "a second header")
+        if rtype == T_TRAILER and self.more is not None:
+            self.fail("ORDER", "the stream ends after a piece flagged more")
         if rtype == T_HEADER:
             self.header(meta, dlen, rlen)
         elif rtype == T_TRAILER:
             self.check_trailer(meta, dlen, rlen)
         else:
-            self.item(rtype, meta, data)
+            self.item(rtype, flags & PIECE, meta, data)
         if rtype != T_TRAILER:
             self.csum = crc32c(struct.pack("<I", crc), self.csum)
         self.pos += total
@@ -492,11 +513,12 @@ class Reader:
         self.trailer = dict(n_records=n_rec, n_items=n_items,
                             n_skipped=n_skip, checksum=csum)
 
-    def item(self, rtype, meta, data):
+    def item(self, rtype, flags, meta, data):
         if len(meta) < ITEM_META:
             self.fail("FORMAT", "metadata shorter than 48 bytes")
         it = Item()
         it.type = rtype
+        it.flags = flags
         (it.clip, it.offset, it.clip_samples, it.segment, it.label,
          it.sample_rate, it.split, it.dtype, it.key_len, it.dim0,
          it.dim1) = struct.unpack_from("<QQQIiIBBHII", meta)
@@ -527,17 +549,73 @@ class Reader:
                                   it.win_hop, it.n_windows, it.win_flags)
             if why:
                 self.fail("FORMAT", why)
-        # a windows record holds segments segment .. last_segment()
-        if self.prev is not None:
-            pc, ps = self.prev
-            if it.clip < pc or (it.clip == pc and it.segment <= ps):
-                self.fail("ORDER", "records out of clip/segment order")
-        self.prev = (it.clip, it.last_segment())
+        why = piece_problem(it)
+        if why:
+            self.fail("FORMAT", why)
+        self.check_order(it)
         it.data = data
         it.index = self.nrec
         self.items.append(it)
         self.counts[0] += 1
         self.counts[1 if rtype != T_SKIPPED else 2] += 1
+
+
+    def check_order(self, it):
+        """The order rule: after a piece flagged more, its item's next
+        piece (flagged cont, repeating the fields) or a skipped record of
+        its clip and segment; a cont piece nowhere else; else clips
+        increase and segments increase within a clip (a windows record
+        holds segments segment .. last_segment())."""
+        p = self.more
+        if p is not None:
+            if ((it.type != T_SKIPPED and not it.flags & F_CONT)
+                    or (it.clip, it.segment) != (p.clip, p.segment)):
+                self.fail("ORDER", "after a piece flagged more comes "
+                          "neither its next piece nor a skipped record")
+            if it.type != T_SKIPPED:
+                why = cont_problem(p, it)
+                if why:
+                    self.fail("ORDER", why)
+        elif it.flags & F_CONT:
+            self.fail("ORDER", "a cont piece without a more piece before")
+        elif self.prev is not None:
+            pc, ps = self.prev
+            if it.clip < pc or (it.clip == pc and it.segment <= ps):
+                self.fail("ORDER", "records out of clip/segment order")
+        self.prev = (it.clip, it.last_segment())
+        self.more = it if it.flags & F_MORE else None
+
+
+def piece_problem(it):
+    """Why a piece's own fields are wrong, or None: only the last piece
+    may be empty, and it gives the clip's length."""
+    if not it.flags:
+        return None
+    frames = it.dim0 if it.type == T_AUDIO else it.dim1
+    if it.flags & F_MORE and frames == 0:
+        return "an empty piece flagged more"
+    if it.flags == F_CONT and it.clip_samples == 0:
+        return "a last piece with clip_samples 0"
+    return None
+
+
+def cont_problem(p, it):
+    """Why the cont piece it does not go on with the piece p, or None:
+    the fields every piece repeats, in the spec's order, then the
+    offset and clip_samples."""
+    for name in ("type", "key", "label", "sample_rate", "split", "dtype"):
+        if getattr(it, name) != getattr(p, name):
+            return "a cont piece whose %s differs" % name
+    dim = "dim1" if it.type == T_AUDIO else "dim0"
+    if getattr(it, dim) != getattr(p, dim):
+        return "a cont piece whose %s differs" % dim
+    if it.type == T_AUDIO and it.offset != p.offset + p.dim0:
+        return "a cont piece not where the piece before ends"
+    if it.type == T_FEATURES and it.offset <= p.offset:
+        return "a cont piece not after the piece before"
+    if p.clip_samples and it.clip_samples != p.clip_samples:
+        return "a cont piece whose clip_samples differs"
+    return None
 
 
 def read_stream(data, max_data=DEFAULT_MAX_DATA):

@@ -33,10 +33,14 @@ struct opts {
 	const char *path;       /* NULL: stdin */
 };
 
-/* Totals for --summary. */
+/* Totals for --summary. An item in pieces counts once in the totals
+ * per type, split and label, as its first piece. */
 struct totals {
 	uint64_t by_type[REC_T_WINDOWS + 1];
 	uint64_t windows;       /* windows the windows records describe */
+	uint64_t pieces;        /* records that are pieces of an item */
+	uint64_t cut_short;     /* skipped records that end an item early */
+	int open;               /* the record before was flagged more */
 	uint64_t by_split[REC_SPLIT_TESTING + 1];
 	uint64_t *by_label;     /* n_labels + 1 entries; the last: no label */
 	size_t n_labels;
@@ -62,6 +66,10 @@ static void usage(FILE *f)
 "output, format version 2) shows its samples and the windows it describes:\n"
 "win_len, win_hop, n_windows, and pad=yes when windows that run past the\n"
 "samples are padded with zeros; --summary also counts the windows.\n"
+"A piece of an item in several records (format version 3) shows\n"
+"piece=more (the first), piece=more,cont (a middle one) or piece=cont\n"
+"(the last); --summary counts such an item once in its totals, and the\n"
+"pieces and the items cut short (ended by a skipped record) apart.\n"
 "\n"
 "Options:\n"
 "  -h, --help            show this help and exit\n"
@@ -326,6 +334,12 @@ static void print_item(const rec_header *h, const rec_item *it,
 			       " n_windows=%" PRIu32 " pad=%s", it->win_len,
 			       it->win_hop, it->n_windows,
 			       it->win_flags & REC_WIN_PAD ? "yes" : "no");
+		if (rec_item_is_piece(it))
+			printf(" piece=%s%s%s",
+			       it->flags & REC_ITEM_MORE ? "more" : "",
+			       it->flags == (REC_ITEM_MORE | REC_ITEM_CONT)
+			       ? "," : "",
+			       it->flags & REC_ITEM_CONT ? "cont" : "");
 		if (stats)
 			print_stats(it);
 	}
@@ -361,6 +375,12 @@ static void totals_add(struct totals *t, const rec_item *it)
 	if (t->clips == 0 || it->clip != t->last_clip)
 		t->clips++;
 	t->last_clip = it->clip;
+	t->payload_bytes += it->data_len;
+	t->pieces += rec_item_is_piece(it);
+	t->cut_short += t->open && it->type == REC_T_SKIPPED;
+	t->open = (it->flags & REC_ITEM_MORE) != 0;
+	if (it->flags & REC_ITEM_CONT) /* counted with its first piece */
+		return;
 	t->by_type[it->type]++;
 	if (it->type == REC_T_WINDOWS)
 		t->windows += it->n_windows;
@@ -371,11 +391,11 @@ static void totals_add(struct totals *t, const rec_item *it)
 		t->by_label[it->label]++;
 	else
 		t->label_other++;
-	t->payload_bytes += it->data_len;
 }
 
 /* The windows lines appear only for streams that have windows records,
- * so that the summary of a version 1 stream is what it always was. */
+ * the pieces lines only for streams with pieces, so that the summary of a
+ * version 1 stream is what it always was. */
 static void totals_print(const struct totals *t, const rec_header *h)
 {
 	for (int ty = REC_T_AUDIO; ty <= REC_T_SKIPPED; ty++)
@@ -384,6 +404,10 @@ static void totals_print(const struct totals *t, const rec_header *h)
 		printf("type windows %" PRIu64 "\n",
 		       t->by_type[REC_T_WINDOWS]);
 		printf("windows %" PRIu64 "\n", t->windows);
+	}
+	if (t->pieces) {
+		printf("pieces %" PRIu64 "\n", t->pieces);
+		printf("cut_short %" PRIu64 "\n", t->cut_short);
 	}
 	for (int s = 0; s <= REC_SPLIT_TESTING; s++)
 		printf("split %s %" PRIu64 "\n", rec_split_name(s),
