@@ -123,11 +123,14 @@ $(Q)$(CXX) $(CUDA_HOST_CXXFLAGS) -fPIC -fvisibility=hidden -MMD -MP \
 	-MF $(@:.o=.d) -x c++ -c -o $@ $<
 endef
 
+# tests/helper first: a build tree from before cuda_mock.cu moved there
+# still names tools/gpumel/cuda_mock.cu in its dependency files, and make
+# would take that rule for a file it is told of.
+$(CUDA_MOCK_DIR)/%.o: tests/helper/%.cu
+	$(CUDA_MOCK_CXX)
 $(CUDA_MOCK_DIR)/%.o: tools/gpumel/%.cu
 	$(CUDA_MOCK_CXX)
 $(CUDA_MOCK_DIR)/%.o: tools/gpumel/bench/%.cu
-	$(CUDA_MOCK_CXX)
-$(CUDA_MOCK_DIR)/%.o: tests/helper/%.cu
 	$(CUDA_MOCK_CXX)
 
 $(HELPER_DIR)/gpumel-cuda-mock.so: $(CUDA_MOCK_OBJ) $(BUILD)/cuda/mel_fb.pic.o
