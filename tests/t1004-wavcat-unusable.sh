@@ -152,4 +152,17 @@ sf.write(\"Z/one.wav\", np.array([0.25]), 16000, subtype=\"PCM_16\")
 	test_grep "done 2 clips, skipped 0" err
 '
 
+test_expect_success 'a WAV of 0 frames is not called unfinished' '
+	mkdir -p W &&
+	$MK bad wav_zero_frames W/zero.wav &&
+	$MK bad wav_data_ffff W/ffff.wav &&
+	$MK bad wav_data_zero W/unfinished.wav &&
+	$MK tone W/ok.wav --seed 4 &&
+	wavcat W >w.rec 2>err &&
+	test_grep "^wavcat: .W/zero.wav.: no samples (0 frames)$" err &&
+	test_grep "^wavcat: .W/ffff.wav.: data chunk size is 0xFFFFFFFF with 3200 bytes after it (a file never finished?)$" err &&
+	test_grep "^wavcat: .W/unfinished.wav.: data chunk size is 0 with 3200 bytes after it (a file never finished?)$" err &&
+	test_grep "done 1 clips, skipped 3" err
+'
+
 test_done
