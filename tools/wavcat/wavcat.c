@@ -47,6 +47,9 @@ struct run {
 	struct splitter sp;
 	struct decode_cfg cfg;
 	char *rate_from;         /* the clip that set the rate */
+	uint64_t n_probed;       /* clips found unusable and warned about
+				    while looking for the rate */
+	char *first_bad;         /* --strict: the first of them, and why */
 	char splits[64];
 	int fd;
 	const char *out_name;
@@ -379,11 +382,39 @@ static int gather(struct run *r, int argc, char **argv)
 			    sizeof(r->splits));
 }
 
-/* The output rate: --rate, or the rate of the first clip that opens. */
+/* Says why the clip probed for the rate is unusable: warned, and not
+ * again when its record is written; under --strict the run stops at its
+ * record (the first one), so only the first reason is kept, for when
+ * none is usable. */
+static int probe_unusable(struct run *r, const struct clip *c,
+			  const char *why)
+{
+	char q[512];
+
+	if (!r->o.strict) {
+		prog_warn("'%s': %s", quote_name_buf(q, sizeof(q), c->path),
+			  why);
+		r->n_probed++;
+		return 0;
+	}
+	if (r->first_bad == NULL &&
+	    asprintf(&r->first_bad, "'%s': %s",
+		     quote_name_buf(q, sizeof(q), c->path), why) < 0) {
+		r->first_bad = NULL;
+		prog_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The output rate: --rate, or the rate of the first clip usable as the
+ * run would decode it (the same sample type, length cap and trimming:
+ * a long clip that the run takes sets the rate too). */
 static int choose_rate(struct run *r)
 {
+	struct decode_cfg like = r->cfg;
+	char q[512], why[256];
 	struct clip c;
-	char q[512];
 	int got;
 
 	if (r->o.rate) {
@@ -391,27 +422,36 @@ static int choose_rate(struct run *r)
 		r->cfg.resample = 1;
 		return 0;
 	}
+	like.duration = r->o.samples > 0 || r->o.duration_s > 0;
 	if (inputs_rewind(&r->cl))
 		return -1;
 	while ((got = inputs_next(&r->cl, &c)) > 0) {
-		if (c.skip != NULL ||
-		    decode_probe_rate(c.path, &r->cfg.rate) != 0)
-			continue;
-		r->rate_from = strdup(c.path);
-		if (r->rate_from == NULL) {
-			prog_err("out of memory");
+		if (c.skip == NULL &&
+		    decode_probe_rate(c.path, &like, &r->cfg.rate, why,
+				      sizeof(why)) == 0)
+			break;
+		if (probe_unusable(r, &c, c.skip ? c.skip : why))
 			return -1;
-		}
-		r->cfg.rate_from = r->rate_from;
-		prog_info("sample rate %lu Hz, from '%s'",
-			  (unsigned long)r->cfg.rate,
-			  quote_name_buf(q, sizeof(q), c.path));
-		return 0;
 	}
-	if (got == 0)
-		prog_err("no input could be opened to take the sample rate "
-			 "from; give --rate");
-	return -1;
+	if (got < 0)
+		return -1;
+	if (got == 0) {
+		if (r->first_bad)
+			prog_err("%s", r->first_bad);
+		prog_err("no usable input: all %llu inputs are unusable%s",
+			 (unsigned long long)r->cl.n,
+			 r->o.strict ? "" : " (see above)");
+		return -1;
+	}
+	r->rate_from = strdup(c.path);
+	if (r->rate_from == NULL) {
+		prog_err("out of memory");
+		return -1;
+	}
+	r->cfg.rate_from = r->rate_from;
+	prog_info("sample rate %lu Hz, from '%s'", (unsigned long)r->cfg.rate,
+		  quote_name_buf(q, sizeof(q), c.path));
+	return 0;
 }
 
 /* Sets what the decoders do: rate, length, sample type. */
@@ -420,10 +460,10 @@ static int configure(struct run *r)
 	const struct options *o = &r->o;
 	double n;
 
-	if (choose_rate(r))
-		return -1;
 	r->cfg.dtype = o->dtype;
 	r->cfg.max_samples = REC_DEFAULT_MAX_DATA / rec_dtype_size(o->dtype);
+	if (choose_rate(r))
+		return -1;
 	if (o->samples) {
 		r->cfg.duration = o->samples;
 	} else if (o->duration_s > 0) {
@@ -523,7 +563,8 @@ static int write_clip(struct run *r, uint64_t i, const struct job *j)
 			prog_err("'%s': %s", q, d->reason);
 			return -1;
 		}
-		prog_warn("'%s': %s", q, d->reason);
+		if (i >= r->n_probed) /* else warned by choose_rate() */
+			prog_warn("'%s': %s", q, d->reason);
 		it.type = REC_T_SKIPPED;
 		it.dim1 = 0;
 		it.data = d->reason;
@@ -662,6 +703,7 @@ static void cleanup(struct run *r, int failed)
 	split_free(&r->sp);
 	inputs_free(&r->cl);
 	free(r->rate_from);
+	free(r->first_bad);
 	if (r->fd >= 0)
 		close(r->fd);
 	if (failed && r->out_is_file)

@@ -230,9 +230,13 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out);
 /* Seconds spent opening and reading files / resampling, so far. */
 void decoder_times(const struct decoder *d, double *t_read,
 		   double *t_resample);
-/* The sample rate of the file at path: 0, or -1 when the file is not
- * usable (it is decoded whole to know). */
-int decode_probe_rate(const char *path, uint32_t *rate);
+/* The sample rate of the file at path, when the file is usable as a
+ * clip decoded under like (its dtype and max_samples; its duration
+ * nonzero for clips padded or trimmed, whatever the length): 0, or -1
+ * with why not in reason (size bytes). The file is decoded whole to
+ * know; no resampling, and nothing kept when trimmed. */
+int decode_probe_rate(const char *path, const struct decode_cfg *like,
+		      uint32_t *rate, char *reason, size_t size);
 
 /* pool.c */
 
