@@ -313,5 +313,6 @@ int inputs_finish(struct clip_list *cl)
 			  (unsigned long long)cl->n_spilled, cl->tmp_dir,
 			  cl->sort_limit, cl->n_runs, cl->run0,
 			  (unsigned long long)cl->tmp_size);
+	inputs_report_excluded(cl);
 	return warn_duplicates(cl);
 }

@@ -37,6 +37,10 @@ struct options {
 	int zstd;
 	int null_sep;
 	size_t sort_buffer;      /* --sort-buffer */
+	const char *root;        /* --root */
+	char **excludes;         /* --exclude patterns (in argv) */
+	size_t n_excludes;
+	int include_underscore;
 };
 
 /* Everything one run holds, for a single cleanup path. */
@@ -65,9 +69,12 @@ struct run {
 enum {
 	OPT_DTYPE = 256,
 	OPT_DURATION,
+	OPT_EXCLUDE,
+	OPT_INCLUDE_UNDERSCORE,
 	OPT_LABELS,
 	OPT_NO_LABELS,
 	OPT_RATE,
+	OPT_ROOT,
 	OPT_SAMPLES,
 	OPT_SORT_BUFFER,
 	OPT_SPLIT,
@@ -80,7 +87,9 @@ enum {
 static const struct option long_opts[] = {
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "help", no_argument, NULL, 'h' },
+	{ "include-underscore", no_argument, NULL, OPT_INCLUDE_UNDERSCORE },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "labels", required_argument, NULL, OPT_LABELS },
 	{ "no-labels", no_argument, NULL, OPT_NO_LABELS },
@@ -88,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "root", required_argument, NULL, OPT_ROOT },
 	{ "samples", required_argument, NULL, OPT_SAMPLES },
 	{ "sort-buffer", required_argument, NULL, OPT_SORT_BUFFER },
 	{ "split", required_argument, NULL, OPT_SPLIT },
@@ -114,7 +124,7 @@ static void usage(FILE *f)
 "Inputs:\n"
 "  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
 "                path relative to FOLDER (yes/a.wav)\n"
-"  FILE          that file; its key is FILE as given\n"
+"  FILE          that file; its key is FILE as given, less a leading ./\n"
 "  @LISTFILE     the paths in LISTFILE, one per line (files or folders, as\n"
 "                above; empty lines skipped, a final CR removed); a path\n"
 "                there that cannot be opened is an unusable input\n"
@@ -128,6 +138,21 @@ static void usage(FILE *f)
 "  not. Fifos, devices and sockets are never opened: one with an audio\n"
 "  name is an unusable input. A FILE or FOLDER argument that does not\n"
 "  exist stops the run before anything is written.\n"
+"  --root=DATA         paths under DATA (FILE, FOLDER, and in lists) are\n"
+"                      taken as found in the folder DATA: keys relative to\n"
+"                      it, labels from the first folder under it, its\n"
+"                      split lists; a list and the folder give the same\n"
+"                      stream. A path not under DATA (as written, ./ and //\n"
+"                      aside) stops the run, or in a list is unusable\n"
+"  --exclude=GLOB      leave out inputs whose key, or one of its leading\n"
+"                      folders (yes, yes/deep for yes/deep/a.wav), matches\n"
+"                      GLOB (fnmatch: * also matches /); repeatable. Left\n"
+"                      out, a file is no input: no clip index, no label\n"
+"  --include-underscore\n"
+"                      keep the files in top folders (under an input folder\n"
+"                      or --root) whose names start with '_', left out by\n"
+"                      default with a note, as TensorFlow's speech_commands\n"
+"                      does: _background_noise_ is no label\n"
 "\n"
 "Audio:\n"
 "  --rate=HZ           resample every clip to HZ with soxr (high quality);\n"
@@ -212,7 +237,8 @@ static void usage(FILE *f)
 "  wavcat --rate 4096 --duration 10 DATA/ | segment --len 512 --hop 512 |\n"
 "  gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
 "\n"
-"  find DATA -name '*.flac' -print0 | wavcat -0 --rate 16000 - | recdump\n");
+"  find DATA -name '*.flac' -print0 |\n"
+"  wavcat -0 --root DATA --rate 16000 - | recdump\n");
 }
 
 /* Handles one of wavcat's own options; returns 0, or -1 for an unknown
@@ -233,6 +259,12 @@ static int parse_opt(int c, const char *arg, struct options *o)
 		o->duration_s = prog_arg_double("--duration", arg, 1e-9,
 						1e7);
 		break;
+	case OPT_EXCLUDE:
+		o->excludes[o->n_excludes++] = (char *)arg;
+		break;
+	case OPT_INCLUDE_UNDERSCORE:
+		o->include_underscore = 1;
+		break;
 	case OPT_LABELS:
 		o->labels_file = arg;
 		break;
@@ -242,6 +274,9 @@ static int parse_opt(int c, const char *arg, struct options *o)
 	case OPT_RATE:
 		o->rate = (uint32_t)prog_arg_u64("--rate", arg, 1,
 						 WAVCAT_MAX_RATE);
+		break;
+	case OPT_ROOT:
+		o->root = arg;
 		break;
 	case OPT_SAMPLES:
 		o->samples = prog_arg_u64("--samples", arg, 1, UINT32_MAX);
@@ -308,6 +343,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->dtype = REC_S16;
 	o->split.mode = SPLIT_AUTO;
 	o->sort_buffer = WAVCAT_SORT_DEFAULT;
+	o->excludes = malloc((size_t)argc * sizeof(*o->excludes));
+	if (o->excludes == NULL)
+		prog_die("out of memory");
 	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
 				NULL)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
@@ -363,6 +401,10 @@ static int gather(struct run *r, int argc, char **argv)
 	int i;
 
 	r->cl.null_sep = r->o.null_sep;
+	if ((r->o.root && inputs_set_root(&r->cl, r->o.root)) ||
+	    inputs_set_excludes(&r->cl, r->o.excludes, r->o.n_excludes,
+				r->o.include_underscore))
+		return -1;
 	for (i = optind; i < argc; i++)
 		if (inputs_add_arg(&r->cl, argv[i]))
 			return -1;
@@ -704,6 +746,7 @@ static void cleanup(struct run *r, int failed)
 	inputs_free(&r->cl);
 	free(r->rate_from);
 	free(r->first_bad);
+	free(r->o.excludes);
 	if (r->fd >= 0)
 		close(r->fd);
 	if (failed && r->out_is_file)

@@ -59,6 +59,15 @@ struct clip_list {
 	struct clip_merge *merge; /* the ordered sequence being read */
 	char **roots;       /* the input folders, as given */
 	size_t n_roots;
+	const char *root_dir; /* --root: paths under it are keyed and
+				 labelled as found in that folder */
+	int root_idx;       /* its index in roots */
+	char *const *excludes; /* --exclude patterns */
+	size_t n_excludes;
+	char *match;        /* a key cut at a folder, for --exclude */
+	int keep_underscore; /* --include-underscore */
+	uint64_t n_excluded, n_underscore; /* inputs left out */
+	char *underscore_example; /* the first folder left out for '_' */
 	int null_sep;       /* list files are NUL-separated (-0) */
 	int stdin_used;     /* "-" was seen */
 };
@@ -70,6 +79,12 @@ struct clip_list {
 /* Readies cl for inputs_add_arg(): empty, with a sort buffer of limit
  * bytes and temporary files in tmp_dir (NULL: $TMPDIR, else /tmp). */
 void inputs_init(struct clip_list *cl, size_t limit, const char *tmp_dir);
+/* Sets --root dir (a folder: 0, or -1 after printing why), and the
+ * --exclude patterns (kept, not copied) and whether folders starting
+ * with '_' are kept, for the inputs added after. */
+int inputs_set_root(struct clip_list *cl, const char *dir);
+int inputs_set_excludes(struct clip_list *cl, char *const *pats, size_t n,
+			int keep_underscore);
 /* Adds the inputs named by one command-line argument: a folder (walked),
  * a file, @LISTFILE or "-". Returns 0, or -1 after printing why the run
  * cannot go on (a missing argument, an unreadable list, no memory, the
