@@ -318,6 +318,27 @@ test_expect_success 'the same input twice: both kept, a warning' '
 	test $(wc -l <actual) = 2
 '
 
+test_expect_success 'one file by two paths: both kept, a warning' '
+	wavcat A/yes/2.wav ./A/yes/2.wav >d2.rec 2>err &&
+	test_grep "duplicate key .A/yes/2.wav." err &&
+	$RR d2.rec --records >actual &&
+	test $(wc -l <actual) = 2
+'
+
+test_expect_success 'two files under one key from two folders: refused' '
+	mkdir -p K1/yes K2/yes &&
+	cp A/yes/2.wav K1/yes/x.wav &&
+	cp B/yes/1.wav K2/yes/x.wav &&
+	test_expect_code 1 wavcat K1/ K2/ >o.rec 2>err &&
+	test_grep "^wavcat: .K1/yes/x.wav. and .K2/yes/x.wav. have the same key .yes/x.wav.$" err &&
+	test_grep "^wavcat: 1 keys name two different files, which the stream could not tell apart: name the files in a list" err &&
+	test_must_fail recdump -q o.rec 2>/dev/null &&
+	find K1 K2 -name "*.wav" | wavcat -q - >k.rec &&
+	keys k.rec >actual &&
+	printf "b'"'"'K1/yes/x.wav'"'"'\nb'"'"'K2/yes/x.wav'"'"'\n" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'an unreadable subfolder is an unusable input' '
 	if [ "$(id -u)" = 0 ]; then
 		echo "running as root: permissions do not apply, skipped"

@@ -92,7 +92,8 @@ int inputs_set_excludes(struct clip_list *cl, char *const *pats, size_t n,
  * reason. */
 int inputs_add_arg(struct clip_list *cl, const char *arg);
 /* Ends the listing: orders the clips by key (bytewise, then by path) and
- * warns about duplicate keys. Returns 0 or -1 after printing why. */
+ * warns about a file named twice; two files under one key stop the run.
+ * Returns 0 or -1 after printing why. */
 int inputs_finish(struct clip_list *cl);
 /* Starts handing the clips out in order from the first one. Returns 0
  * or -1 after printing why. */
