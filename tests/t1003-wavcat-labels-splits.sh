@@ -158,6 +158,16 @@ test_expect_success '--labels: a file naming no input warns' '
 	test_grep "no entry of .none.csv. names an input" err
 '
 
+test_expect_success '--labels: labels no input gets are warned about, once' '
+	wavcat --labels labels.csv SC >l2.rec 2>err &&
+	test_grep "^wavcat: 1 labels of .labels.csv. name no input (no clip gets them; their ids stay in the table): .unused.$" err &&
+	{ echo "top.wav,t" &&
+	  for i in 1 2 3 4 5 6 7; do echo "gone/$i.wav,g$i"; done; } >many.csv &&
+	wavcat --labels many.csv SC >l3.rec 2>err &&
+	test $(grep -c "name no input" err) = 1 &&
+	test_grep "^wavcat: 7 labels of .many.csv. name no input (.*): .g1., .g2., .g3., .g4., .g5., \.\.\.$" err
+'
+
 test_expect_success '--labels: a malformed line or a conflict stops (exit 1)' '
 	printf "yes/aa_nohash_0.wav\n" >bad.csv &&
 	test_expect_code 1 wavcat --labels bad.csv SC >o 2>err &&
