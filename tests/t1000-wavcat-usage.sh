@@ -16,7 +16,8 @@ test_expect_success '--help: usage on stdout, exit 0, every option named' '
 	wavcat --help >help.out 2>help.err &&
 	test ! -s help.err &&
 	test_grep "^Usage: wavcat" help.out &&
-	for o in --dtype --duration --help --jobs --labels --no-labels \
+	for o in --dtype --duration --exclude --help --include-underscore \
+		--jobs --labels --no-labels --root \
 		--null --output --quiet --rate --samples --split --strict \
 		--testing-list --validation-list --verbose --version --zstd \
 		hash:V:T @LISTFILE validation_list.txt _nohash_ .flac .wav \

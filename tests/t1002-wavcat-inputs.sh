@@ -65,13 +65,20 @@ test_expect_success 'a trailing slash or ./ does not change the keys' '
 '
 
 test_expect_success 'files named by path keep the path as given as key' '
-	wavcat -q A/yes/2.wav ./B/yes/1.wav >f.rec &&
+	wavcat -q A/yes/2.wav B/yes/1.wav >f.rec &&
 	keys f.rec >actual &&
 	cat >expect <<-\EOF &&
-	b'"'"'./B/yes/1.wav'"'"'
 	b'"'"'A/yes/2.wav'"'"'
+	b'"'"'B/yes/1.wav'"'"'
 	EOF
 	test_cmp expect actual
+'
+
+test_expect_success 'a leading ./ is not part of a key' '
+	wavcat -q .//A/yes/2.wav ././B/yes/1.wav >f2.rec &&
+	$RR f.rec --same-as f2.rec &&
+	printf "./A/yes/2.wav\n./B/yes/1.wav\n" | wavcat -q - >f3.rec &&
+	$RR f.rec --same-as f3.rec
 '
 
 test_expect_success 'a named file needs no audio extension' '
@@ -99,6 +106,77 @@ test_expect_success '@LISTFILE: paths one per line (files and folders)' '
 test_expect_success '"-": the list on standard input' '
 	printf "A/yes/2.wav\nB\nA/no/1.flac\n" | wavcat -q - >s.rec &&
 	$RR l.rec --same-as s.rec
+'
+
+# A Speech Commands-like folder: split lists at its root, a label
+# folder deeper down, _background_noise_, a file at the top.
+test_expect_success 'set up a dataset folder' '
+	mkdir -p R/yes/deep/er R/no R/_background_noise_ &&
+	for f in yes/a_nohash_0 yes/deep/er/x no/b_nohash_0 no/c_nohash_1 \
+		_background_noise_/n top; do
+		$MK tone R/$f.wav --frames 64 --seed 2 || exit 1
+	done &&
+	printf "no/b_nohash_0.wav\n" >R/validation_list.txt &&
+	printf "yes/deep/er/x.wav\n" >R/testing_list.txt &&
+	wavcat R >folder.rec 2>folder.err &&
+	recdump folder.rec | grep -v "stage" | sed "s/ checksum=.*//" \
+		>folder.dump &&
+	test_grep "splits=lists" folder.dump
+'
+
+# same_stream STREAM ERR: STREAM and its messages are those of the
+# folder's run: the same records byte for byte, the same header but for
+# the command line (and so the trailer's checksum)
+same_stream() {
+	recdump "$1" | grep -v "stage" | sed "s/ checksum=.*//" >list.dump &&
+	test_cmp folder.dump list.dump &&
+	$RR folder.rec --same-as "$1" &&
+	test_cmp folder.err "$2"
+}
+
+test_expect_success '--root: a list gives the keys, labels, splits of the folder' '
+	find R -name "*.wav" -print0 | wavcat -0 --root R - >l1.rec 2>l1.err &&
+	same_stream l1.rec l1.err &&
+	find ./R/ -name "*.wav" >r.list &&
+	wavcat --root R/ @r.list >l2.rec 2>l2.err &&
+	same_stream l2.rec l2.err &&
+	(cd R && find . -name "*.wav" | wavcat --root . - >../l3.rec \
+		2>../l3.err) &&
+	same_stream l3.rec l3.err &&
+	find "$PWD/R" -name "*.wav" | wavcat --root "$PWD/R" - >l4.rec \
+		2>l4.err &&
+	same_stream l4.rec l4.err
+'
+
+test_expect_success '--root: folders under it keyed from it too' '
+	wavcat --root R R >l5.rec 2>l5.err &&
+	same_stream l5.rec l5.err &&
+	wavcat --root R R/yes R/no R/top.wav >l6.rec 2>l6.err &&
+	recdump l6.rec | grep "key=" >actual &&
+	recdump folder.rec | grep "key=" | grep -v "key=_" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'without --root a list keeps the paths and the near folders' '
+	find R -name "*.wav" | wavcat -q - >p.rec &&
+	keys p.rec >actual &&
+	test_grep "^b.R/yes/deep/er/x.wav.$" actual &&
+	recdump p.rec | grep -c "label=er" &&
+	recdump p.rec | grep "splits=none"
+'
+
+test_expect_success '--root: paths outside it' '
+	printf "R/top.wav\nA/yes/2.wav\n" | wavcat --root R - >o.rec 2>err &&
+	test_grep "^wavcat: .A/yes/2.wav.: not under --root .R.$" err &&
+	test_expect_code 1 wavcat --root R A/yes/2.wav >o.rec 2>err &&
+	test_grep "^wavcat: .A/yes/2.wav.: not under --root .R.$" err &&
+	test_expect_code 1 wavcat --root RR R >o.rec 2>err &&
+	test_grep "root .RR." err &&
+	test_expect_code 1 wavcat --root R/top.wav R >o.rec 2>err &&
+	test_grep "not a folder" err &&
+	printf "RR/a.wav\n" | test_expect_code 1 wavcat --root R - >o.rec \
+		2>err &&
+	test_grep "not under --root" err
 '
 
 test_expect_success 'a listed path that is missing is an unusable input' '
@@ -238,6 +316,27 @@ test_expect_success 'the same input twice: both kept, a warning' '
 	test_grep "duplicate key .A/yes/2.wav." err &&
 	$RR d.rec --records >actual &&
 	test $(wc -l <actual) = 2
+'
+
+test_expect_success 'one file by two paths: both kept, a warning' '
+	wavcat A/yes/2.wav ./A/yes/2.wav >d2.rec 2>err &&
+	test_grep "duplicate key .A/yes/2.wav." err &&
+	$RR d2.rec --records >actual &&
+	test $(wc -l <actual) = 2
+'
+
+test_expect_success 'two files under one key from two folders: refused' '
+	mkdir -p K1/yes K2/yes &&
+	cp A/yes/2.wav K1/yes/x.wav &&
+	cp B/yes/1.wav K2/yes/x.wav &&
+	test_expect_code 1 wavcat K1/ K2/ >o.rec 2>err &&
+	test_grep "^wavcat: .K1/yes/x.wav. and .K2/yes/x.wav. have the same key .yes/x.wav.$" err &&
+	test_grep "^wavcat: 1 keys name two different files, which the stream could not tell apart: name the files in a list" err &&
+	test_must_fail recdump -q o.rec 2>/dev/null &&
+	find K1 K2 -name "*.wav" | wavcat -q - >k.rec &&
+	keys k.rec >actual &&
+	printf "b'"'"'K1/yes/x.wav'"'"'\nb'"'"'K2/yes/x.wav'"'"'\n" >expect &&
+	test_cmp expect actual
 '
 
 test_expect_success 'an unreadable subfolder is an unusable input' '

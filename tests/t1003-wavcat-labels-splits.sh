@@ -25,23 +25,65 @@ test_expect_success 'labels: top folders, sorted bytewise, ids from 0' '
 	$RR sc.rec --header | grep "^label=" >actual &&
 	cat >expect <<-\EOF &&
 	label=Up
-	label=_background_noise_
 	label=no
 	label=yes
 	EOF
 	test_cmp expect actual &&
-	$RR sc.rec --records | cut -d" " -f3,6 >actual &&
+	$RR sc.rec --records | cut -d" " -f1,3,6 >actual &&
 	cat >expect <<-\EOF &&
-	0 b'"'"'Up/x/ee_nohash_0.wav'"'"'
-	1 b'"'"'_background_noise_/noise.wav'"'"'
-	2 b'"'"'no/cc_nohash_0.wav'"'"'
-	2 b'"'"'no/dd_nohash_0.wav'"'"'
-	-1 b'"'"'top.wav'"'"'
-	3 b'"'"'yes/aa_nohash_0.wav'"'"'
-	3 b'"'"'yes/aa_nohash_1.wav'"'"'
-	3 b'"'"'yes/bb_nohash_0.wav'"'"'
+	0 0 b'"'"'Up/x/ee_nohash_0.wav'"'"'
+	1 1 b'"'"'no/cc_nohash_0.wav'"'"'
+	2 1 b'"'"'no/dd_nohash_0.wav'"'"'
+	3 -1 b'"'"'top.wav'"'"'
+	4 2 b'"'"'yes/aa_nohash_0.wav'"'"'
+	5 2 b'"'"'yes/aa_nohash_1.wav'"'"'
+	6 2 b'"'"'yes/bb_nohash_0.wav'"'"'
 	EOF
 	test_cmp expect actual
+'
+
+test_expect_success 'folders starting with _ are left out, with a note' '
+	wavcat --split none SC >sc2.rec 2>err &&
+	$RR sc.rec --same-as sc2.rec &&
+	test_grep "^wavcat: left out 1 files in folders starting with .\_. (such as .\_background_noise_.); --include-underscore keeps them$" err &&
+	$RR sc2.rec --header | grep "^clips=7$" &&
+	wavcat -q --split none --include-underscore SC >inc.rec &&
+	$RR inc.rec --header | grep "^label=" >actual &&
+	printf "label=Up\nlabel=_background_noise_\nlabel=no\nlabel=yes\n" \
+		>expect &&
+	test_cmp expect actual &&
+	$RR inc.rec --records | cut -d" " -f3,6 | sed -n 2p >actual &&
+	echo "1 b'"'"'_background_noise_/noise.wav'"'"'" >expect &&
+	test_cmp expect actual &&
+	mkdir -p U2/yes/_x &&
+	cp SC/top.wav U2/yes/_x/a.wav &&
+	wavcat -q U2 >u2.rec &&
+	$RR u2.rec --records | cut -d" " -f6 >actual &&
+	echo "b'"'"'yes/_x/a.wav'"'"'" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '--exclude GLOB: the key or a leading folder matches' '
+	wavcat -v --split none --include-underscore --exclude "_*" SC \
+		>ex.rec 2>err &&
+	$RR sc.rec --same-as ex.rec &&
+	test_grep "left out 1 files matching --exclude" err &&
+	! grep "include-underscore keeps" err &&
+	wavcat -q --split none --exclude "*/x" --exclude "yes/aa*" \
+		--exclude top.wav SC >ex2.rec &&
+	$RR ex2.rec --records | cut -d" " -f1,3,6 >actual &&
+	cat >expect <<-\EOF &&
+	0 0 b'"'"'no/cc_nohash_0.wav'"'"'
+	1 0 b'"'"'no/dd_nohash_0.wav'"'"'
+	2 1 b'"'"'yes/bb_nohash_0.wav'"'"'
+	EOF
+	test_cmp expect actual &&
+	$RR ex2.rec --header | grep "^label=" >actual &&
+	printf "label=no\nlabel=yes\n" >expect &&
+	test_cmp expect actual &&
+	wavcat -q --exclude "*.wav" --no-labels SC/top.wav SC/yes >ex3.rec \
+		2>err || true &&
+	test_grep "no audio files found" err
 '
 
 test_expect_success 'files by path: the folder holding them is the label' '
@@ -90,7 +132,6 @@ test_expect_success '--labels FILE: path,label lines' '
 	$RR l.rec --records | cut -d" " -f3,6 >actual &&
 	cat >expect <<-\EOF &&
 	-1 b'"'"'Up/x/ee_nohash_0.wav'"'"'
-	-1 b'"'"'_background_noise_/noise.wav'"'"'
 	1 b'"'"'no/cc_nohash_0.wav'"'"'
 	0 b'"'"'no/dd_nohash_0.wav'"'"'
 	4 b'"'"'top.wav'"'"'
@@ -99,7 +140,7 @@ test_expect_success '--labels FILE: path,label lines' '
 	-1 b'"'"'yes/bb_nohash_0.wav'"'"'
 	EOF
 	test_cmp expect actual &&
-	test_grep "and 2 more clips are not in .labels.csv.: label -1" err
+	test_grep "and 1 more clips are not in .labels.csv.: label -1" err
 '
 
 test_expect_success '--labels: paths with commas run to the last comma' '
@@ -115,6 +156,16 @@ test_expect_success '--labels: a file naming no input warns' '
 	echo "elsewhere/x.wav,a" >none.csv &&
 	wavcat --labels none.csv SC >x.rec 2>err &&
 	test_grep "no entry of .none.csv. names an input" err
+'
+
+test_expect_success '--labels: labels no input gets are warned about, once' '
+	wavcat --labels labels.csv SC >l2.rec 2>err &&
+	test_grep "^wavcat: 1 labels of .labels.csv. name no input (no clip gets them; their ids stay in the table): .unused.$" err &&
+	{ echo "top.wav,t" &&
+	  for i in 1 2 3 4 5 6 7; do echo "gone/$i.wav,g$i"; done; } >many.csv &&
+	wavcat --labels many.csv SC >l3.rec 2>err &&
+	test $(grep -c "name no input" err) = 1 &&
+	test_grep "^wavcat: 7 labels of .many.csv. name no input (.*): .g1., .g2., .g3., .g4., .g5., \.\.\.$" err
 '
 
 test_expect_success '--labels: a malformed line or a conflict stops (exit 1)' '
@@ -135,7 +186,6 @@ test_expect_success 'lists at the folder root split by default' '
 	$RR s.rec --records | cut -d" " -f4,6 >actual &&
 	cat >expect <<-\EOF &&
 	training b'"'"'Up/x/ee_nohash_0.wav'"'"'
-	training b'"'"'_background_noise_/noise.wav'"'"'
 	validation b'"'"'no/cc_nohash_0.wav'"'"'
 	testing b'"'"'no/dd_nohash_0.wav'"'"'
 	training b'"'"'top.wav'"'"'
@@ -188,7 +238,7 @@ test_expect_success '--validation-list/--testing-list name the lists' '
 	wavcat -q --split lists --validation-list v.txt SC >nl2.rec &&
 	$RR nl2.rec --records | cut -d" " -f4 | sort | uniq -c >actual &&
 	test_grep "1 validation" actual &&
-	test_grep "7 training" actual &&
+	test_grep "6 training" actual &&
 	test_expect_code 1 wavcat --validation-list nosuch.txt SC >o 2>err &&
 	test_grep "nosuch.txt" err
 '

@@ -152,4 +152,63 @@ sf.write(\"Z/one.wav\", np.array([0.25]), 16000, subtype=\"PCM_16\")
 	test_grep "done 2 clips, skipped 0" err
 '
 
+test_expect_success 'a WAV of 0 frames is not called unfinished' '
+	mkdir -p W &&
+	$MK bad wav_zero_frames W/zero.wav &&
+	$MK bad wav_data_ffff W/ffff.wav &&
+	$MK bad wav_data_zero W/unfinished.wav &&
+	$MK tone W/ok.wav --seed 4 &&
+	wavcat W >w.rec 2>err &&
+	test_grep "^wavcat: .W/zero.wav.: no samples (0 frames)$" err &&
+	test_grep "^wavcat: .W/ffff.wav.: data chunk size is 0xFFFFFFFF with 3200 bytes after it (a file never finished?)$" err &&
+	test_grep "^wavcat: .W/unfinished.wav.: data chunk size is 0 with 3200 bytes after it (a file never finished?)$" err &&
+	test_grep "done 1 clips, skipped 3" err
+'
+
+# 30 minutes at 48 kHz: more samples than the probe for the rate once
+# took (64 Mi: a record of f32), fewer than a record of s16 holds.
+test_expect_success 'set up a clip of 30 minutes at 48 kHz' '
+	"$PYTHON" -c "
+import numpy as np, soundfile as sf
+x = np.zeros(30 * 60 * 48000, dtype=np.int16)
+x[::48000] = 1000
+sf.write(\"long48k.flac\", x, 48000, subtype=\"PCM_16\", format=\"FLAC\")
+"
+'
+
+test_expect_success 'a long clip alone sets the rate' '
+	wavcat -v long48k.flac >/dev/null 2>err &&
+	test_grep "sample rate 48000 Hz, from .long48k.flac." err &&
+	test_grep "done 1 clips, skipped 0" err &&
+	wavcat -v --samples 100 long48k.flac >short.rec 2>err &&
+	test_grep "sample rate 48000 Hz" err &&
+	$RR short.rec --records >actual &&
+	test_grep "^0 audio" actual
+'
+
+test_expect_success 'too long for f32: every input unusable, said so' '
+	cp U/w/e1.wav a_junk.wav &&
+	test_expect_code 1 wavcat --dtype f32 a_junk.wav long48k.flac \
+		>o.rec 2>err &&
+	test_grep "^wavcat: .a_junk.wav.: unable to decode" err &&
+	test_grep "^wavcat: .long48k.flac.: too long: 86400000 samples" err &&
+	test_grep "^wavcat: no usable input: all 2 inputs are unusable (see above)$" err &&
+	! grep "give --rate" err &&
+	test $(wc -l <err) = 3
+'
+
+test_expect_success 'unusable inputs before the one that sets the rate: warned once' '
+	cp U/w/a_good.wav b_good.wav &&
+	wavcat a_junk.wav b_good.wav >o.rec 2>err &&
+	test $(grep -c "a_junk.wav" err) = 1 &&
+	test_grep "done 1 clips, skipped 1" err &&
+	$RR o.rec --records >actual &&
+	test_grep "^0 skipped" actual &&
+	test_expect_code 1 wavcat --strict a_junk.wav b_good.wav >o.rec 2>err &&
+	test $(wc -l <err) = 1 &&
+	test_expect_code 1 wavcat --strict a_junk.wav >o.rec 2>err &&
+	test_grep "^wavcat: .a_junk.wav.: unable to decode" err &&
+	test_grep "^wavcat: no usable input: all 1 inputs are unusable$" err
+'
+
 test_done

@@ -8,7 +8,8 @@ RR="$PYTHON $TEST_DIRECTORY/py/wavcat_readrec.py"
 
 # Makes the layouts: two input folders with nested and oddly named
 # folders and files (spaces, newlines, bytes that are not UTF-8, bytes
-# below '/'), keys found in both folders, unusable inputs, Speech
+# below '/'), a third folder D3 of files under keys of D1 (which no run
+# may take together with D1), unusable inputs, Speech
 # Commands lists at D1's root, loose files named by path and in lists, a
 # labels file. Writes the keys each run must give (expect-*.keys, one
 # Python repr per line, in no particular order).
@@ -18,7 +19,7 @@ sys.path.insert(0, sys.argv[1])
 import wavcat_mkdata as m
 
 rnd = random.Random(1006)
-keys = {"D1": [], "D2": []}
+keys = {"D1": [], "D2": [], "D3": []}
 
 def wav(path, seed):
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -35,9 +36,13 @@ for root in ("D1", "D2"):
     for i in range(1000):
         d = rnd.choice(folders)
         k = (d + b"/" if d else b"") + rnd.choice(names) % i
-        if root == "D2" and i % 7 == 0 and keys["D1"]:
-            k = rnd.choice(keys["D1"])  # the same key in both folders
-        p = os.path.join(os.fsencode(root), k)
+        dup = root == "D2" and i % 7 == 0 and keys["D1"]
+        if dup:
+            k = rnd.choice(keys["D1"])  # a key of D1, in D3
+        at = "D3" if dup else root
+        if root == "D2" and not dup and k in keys["D1"]:
+            continue  # D1 and D2 go together: no key in both
+        p = os.path.join(os.fsencode(at), k)
         if os.path.exists(p):
             continue
         seed += 1
@@ -50,7 +55,7 @@ for root in ("D1", "D2"):
                 f.write(b"not audio at all" * 3)
         else:
             wav(p, seed)
-        keys[root].append(k)
+        keys[at].append(k)
     # hidden files and other files are not inputs
     wav(os.path.join(root, "yes", ".hidden.wav"), 1)
     with open(os.path.join(root, "README.txt"), "w") as f:
@@ -170,7 +175,6 @@ test_expect_success '4K spills the list into runs, merged on the way' '
 
 test_expect_success 'folders, duplicate keys, unusable files, split lists' '
 	EXPECT=expect-folders.keys same D1 D2 &&
-	test_grep "duplicate key" def.err &&
 	test_grep "fifo" def.err &&
 	$RR def.rec --header | grep "^splits=lists" &&
 	$RR def.rec --records | grep " validation " &&
@@ -179,6 +183,18 @@ test_expect_success 'folders, duplicate keys, unusable files, split lists' '
 
 test_expect_success 'the same with the folders the other way round' '
 	EXPECT=expect-folders.keys same D2/ D1
+'
+
+test_expect_success 'two files under one key stop the run, any --sort-buffer' '
+	test_expect_code 1 wavcat D1 D3 >o.rec 2>err &&
+	test_expect_code 1 wavcat --sort-buffer 4K D1 D3 >o.rec 2>err4 &&
+	test_cmp err err4 &&
+	test_expect_code 1 wavcat --sort-buffer 4K D3 D1 >o.rec 2>err5 &&
+	n=$(find D3 -type f -printf x | wc -c) &&
+	test "$n" -gt 50 &&
+	test $(grep -c "^wavcat: .D1/.*. and .D3/.*. have the same key" err) = $n &&
+	test_grep "^wavcat: $n keys name two different files" err &&
+	test_cmp err err5
 '
 
 test_expect_success 'files by path, @LIST, hash split' '

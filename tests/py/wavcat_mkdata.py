@@ -90,6 +90,10 @@ def bad(kind, out):
         return wav_bytes(pcm16(), data_size=len(pcm16()) + 10000)
     if kind == "wav_data_zero":         # a writer that never finished
         return wav_bytes(pcm16(), data_size=0)
+    if kind == "wav_data_ffff":         # the streaming writers' "unknown"
+        return wav_bytes(pcm16(), data_size=0xFFFFFFFF)
+    if kind == "wav_zero_frames":       # finished, and holding no samples
+        return wav_bytes(b"")
     if kind == "wav_odd_length":        # half a 16-bit sample at the end
         return wav_bytes(pcm16() + b"\x01") + b"\x00"
     if kind == "wav_truncated":         # cut inside the data chunk
@@ -135,7 +139,7 @@ BAD = ["empty", "garbage", "wav_data_too_big", "wav_data_zero",
        "wav_odd_length", "wav_truncated", "wav_nan", "wav_inf",
        "wav_channels0", "wav_channels300", "wav_rate0", "wav_rate_huge",
        "flac_crc", "flac_truncated", "flac_unknown_length", "ogg_truncated",
-       "ogg_garbage_tail"]
+       "ogg_garbage_tail", "wav_data_ffff", "wav_zero_frames"]
 
 
 def main():

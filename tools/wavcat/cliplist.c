@@ -230,6 +230,8 @@ int add_clip(struct clip_list *cl, const char *path, size_t key_len,
 			 "%u bytes)", path, WAVCAT_MAX_KEY);
 		return -1;
 	}
+	if (inputs_excluded(cl, path + len - key_len, root))
+		return 0;
 	if (slen > MAX_REASON - 1)
 		slen = MAX_REASON - 1;
 	h.path_len = (uint32_t)len;
@@ -250,6 +252,24 @@ int add_clip(struct clip_list *cl, const char *path, size_t key_len,
 	cl->used += ent_size(&h);
 	cl->n++;
 	return 0;
+}
+
+/* Adds dir to the input folders (whose split lists are looked for).
+ * Returns its index, or -1 after printing why. */
+int add_root(struct clip_list *cl, const char *dir)
+{
+	char **nr = realloc(cl->roots, (cl->n_roots + 1) * sizeof(*nr));
+
+	if (nr == NULL)
+		goto nomem;
+	cl->roots = nr;
+	cl->roots[cl->n_roots] = strdup(dir);
+	if (cl->roots[cl->n_roots] == NULL)
+		goto nomem;
+	return (int)cl->n_roots++;
+nomem:
+	prog_err("out of memory listing the inputs");
+	return -1;
 }
 
 /* An unusable input named by path: reason "prefix: strerror(err)". */
@@ -286,6 +306,8 @@ void inputs_free(struct clip_list *cl)
 	for (i = 0; i < cl->n_roots; i++)
 		free(cl->roots[i]);
 	free(cl->roots);
+	free(cl->match);
+	free(cl->underscore_example);
 	merge_free(cl->merge);
 	free(cl->buf);
 	free(cl->runs);

@@ -94,8 +94,18 @@ int run_put(struct clip_list *cl, const char *ent, size_t size);
 int run_end(struct clip_list *cl, uint64_t off);
 void sort_mem(struct clip_list *cl);
 
-/* walk.c */
-int walk_root(struct clip_list *cl, const char *root, int fd);
+int add_root(struct clip_list *cl, const char *dir);
+
+/* inputs.c: whether the clip keyed key under input folder root is left
+ * out (--exclude, folders starting with '_'), counted when it is. */
+int inputs_excluded(struct clip_list *cl, const char *key, int root);
+void inputs_report_excluded(const struct clip_list *cl);
+
+/* walk.c: adds every audio file under the folder path (open on fd,
+ * closed here) as found under input folder root, keyed by its path from
+ * byte key_off of path on (strlen(path) or more: below the folder). */
+int walk_folder(struct clip_list *cl, const char *path, int fd, int root,
+		size_t key_off);
 
 /* merge.c */
 void merge_free(struct clip_merge *m);

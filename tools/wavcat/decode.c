@@ -336,24 +336,24 @@ done:
 	d->t_read += prog_now() - t0;
 }
 
-/* The rate the file at path claims, or -1. */
-static int claimed_rate(const char *path, uint32_t *rate)
+/* The rate the file at path claims: 0, or -1 with the reason in out. */
+static int claimed_rate(const char *path, uint32_t *rate,
+			struct decoded *out)
 {
-	struct decoded out = { 0 };
 	struct vio v = { 0 };
 	struct stat st;
 	SF_INFO info;
 	SNDFILE *sf;
 	int fd, err = -1;
 
-	fd = open_regular(path, &st, &out);
+	fd = open_regular(path, &st, out);
 	if (fd < 0)
 		return -1;
 	v.fd = fd;
 	v.len = st.st_size;
-	if (wav_check(&v, &out) == 0 &&
-	    (sf = open_sf(&v, &info, &out)) != NULL) {
-		if (check_info(&info, &out) == 0) {
+	if (wav_check(&v, out) == 0 &&
+	    (sf = open_sf(&v, &info, out)) != NULL) {
+		if (check_info(&info, out) == 0) {
 			*rate = (uint32_t)info.samplerate;
 			err = 0;
 		}
@@ -363,21 +363,29 @@ static int claimed_rate(const char *path, uint32_t *rate)
 	return err;
 }
 
-int decode_probe_rate(const char *path, uint32_t *rate)
+int decode_probe_rate(const char *path, const struct decode_cfg *like,
+		      uint32_t *rate, char *reason, size_t size)
 {
-	struct decode_cfg cfg = { .dtype = REC_F32, .rate_from = path };
+	struct decode_cfg cfg = *like;
 	struct decoded out = { 0 };
 	struct decoder *d;
 
-	if (claimed_rate(path, &cfg.rate))
-		return -1;
-	cfg.max_samples = REC_DEFAULT_MAX_DATA / sizeof(float);
-	d = decoder_new(&cfg);
-	if (d == NULL)
-		return -1;
-	decoder_run(d, path, &out);
-	decoder_free(d);
-	free(out.data);
+	cfg.rate_from = path;
+	cfg.resample = 0;
+	/* Trimmed, any length fits, and one sample kept is as good a test
+	 * of the file as all of them, without the memory. */
+	if (cfg.duration)
+		cfg.duration = 1;
+	if (claimed_rate(path, &cfg.rate, &out) == 0) {
+		d = decoder_new(&cfg);
+		if (d == NULL)
+			set_reason(&out, "out of memory");
+		else
+			decoder_run(d, path, &out);
+		decoder_free(d);
+		free(out.data);
+	}
+	snprintf(reason, size, "%s", out.reason);
 	if (out.status != DEC_OK)
 		return -1;
 	*rate = cfg.rate;

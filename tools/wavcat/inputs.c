@@ -6,40 +6,216 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common/prog.h"
 #include "cliplist.h"
 #include "wavcat.h"
 
+/* p less any leading "./" (and the slashes after it). */
+static const char *skip_dot_slash(const char *p)
+{
+	while (p[0] == '.' && p[1] == '/') {
+		p += 2;
+		while (*p == '/')
+			p++;
+	}
+	return p;
+}
+
+/* The part of path p below folder dir, compared as written (leading
+ * "./" and repeated slashes aside): "" for dir itself, NULL when p is
+ * not under dir. */
+static const char *path_under(const char *dir, const char *p)
+{
+	const char *d = skip_dot_slash(dir), *q = skip_dot_slash(p);
+
+	if (d[0] == '\0' || strcmp(d, ".") == 0)
+		return *q == '/' ? NULL : strcmp(q, ".") == 0 ? q + 1 : q;
+	while (*d) {
+		if (*d == '/') {
+			if (*q != '/')
+				return NULL;
+			while (*d == '/')
+				d++;
+			while (*q == '/')
+				q++;
+			continue;
+		}
+		if (*d++ != *q++)
+			return NULL;
+	}
+	if (*q != '\0' && *q != '/' && d[-1] != '/')
+		return NULL;
+	while (*q == '/')
+		q++;
+	return skip_dot_slash(q);
+}
+
+int inputs_set_root(struct clip_list *cl, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0) {
+		prog_err("unable to open --root '%s': %s", dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		prog_err("--root '%s': not a folder", dir);
+		return -1;
+	}
+	cl->root_idx = add_root(cl, dir);
+	cl->root_dir = dir;
+	return cl->root_idx < 0 ? -1 : 0;
+}
+
+int inputs_set_excludes(struct clip_list *cl, char *const *pats, size_t n,
+			int keep_underscore)
+{
+	cl->excludes = pats;
+	cl->n_excludes = n;
+	cl->keep_underscore = keep_underscore;
+	if (n == 0)
+		return 0;
+	cl->match = malloc(WAVCAT_MAX_KEY + 1);
+	if (cl->match == NULL) {
+		prog_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether s matches one of the --exclude patterns. */
+static int match_exclude(const struct clip_list *cl, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < cl->n_excludes; i++)
+		if (fnmatch(cl->excludes[i], s, 0) == 0)
+			return 1;
+	return 0;
+}
+
+/* A key is left out when it, or one of its leading folders (yes,
+ * yes/deep for yes/deep/a.wav), matches an --exclude pattern; and under
+ * an input folder, when its top folder starts with '_' (Speech Commands'
+ * _background_noise_, which TensorFlow's input_data.py leaves out too),
+ * unless --include-underscore. */
+int inputs_excluded(struct clip_list *cl, const char *key, int root)
+{
+	const char *slash = strchr(key, '/');
+	size_t i, n;
+
+	if (root >= 0 && key[0] == '_' && slash && !cl->keep_underscore) {
+		if (cl->n_underscore++ == 0)
+			cl->underscore_example =
+				strndup(key, (size_t)(slash - key));
+		return 1;
+	}
+	if (cl->n_excludes == 0)
+		return 0;
+	n = strlen(key);
+	memcpy(cl->match, key, n + 1);
+	for (i = 0; i <= n; i++) {
+		if (cl->match[i] != '/' && cl->match[i] != '\0')
+			continue;
+		cl->match[i] = '\0';
+		if (match_exclude(cl, cl->match)) {
+			cl->n_excluded++;
+			return 1;
+		}
+		cl->match[i] = key[i];
+	}
+	return 0;
+}
+
+/* Says how many inputs were left out, and why. */
+void inputs_report_excluded(const struct clip_list *cl)
+{
+	char q[256];
+
+	if (cl->n_underscore > 0)
+		prog_warn("left out %llu files in folders starting with '_' "
+			  "(such as '%s'); --include-underscore keeps them",
+			  (unsigned long long)cl->n_underscore,
+			  quote_name_buf(q, sizeof(q),
+					 cl->underscore_example
+						 ? cl->underscore_example
+						 : "_"));
+	if (cl->n_excluded > 0)
+		prog_info("left out %llu files matching --exclude",
+			  (unsigned long long)cl->n_excluded);
+}
+
+/* Walks the folder p, its keys from byte key_off of p on, under --root
+ * when root >= 0, else as an input folder of its own. Returns 0, -1 when
+ * it cannot be opened (errno set), -2 after printing why the run stops. */
+static int add_folder(struct clip_list *cl, const char *p, int root,
+		      size_t key_off)
+{
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (root < 0) {
+		root = add_root(cl, p);
+		key_off = strlen(p);
+		if (root < 0) {
+			close(fd);
+			return -2;
+		}
+	}
+	return walk_folder(cl, p, fd, root, key_off) ? -2 : 0;
+}
+
 /* Adds one path: a folder is walked, a regular file added. A path that
  * cannot be used is fatal when it is a command-line argument (a typo
  * should not silently give an empty dataset) and an unusable input when
- * it comes from a list. */
+ * it comes from a list. Under --root, a path is keyed from its folder
+ * below the root on; else a leading "./" is not part of the key. */
 static int add_path(struct clip_list *cl, const char *p, int from_cmdline)
 {
+	const char *key = skip_dot_slash(p);
+	char why[512], q[256];
 	struct stat st;
-	int fd;
+	int root = -1, err;
 
+	if (cl->root_dir) {
+		key = path_under(cl->root_dir, p);
+		if (key == NULL) {
+			snprintf(why, sizeof(why), "not under --root '%s'",
+				 quote_name_buf(q, sizeof(q), cl->root_dir));
+			goto outside;
+		}
+		root = cl->root_idx;
+	}
 	if (stat(p, &st) != 0)
 		goto fail;
 	if (S_ISDIR(st.st_mode)) {
-		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
+		err = add_folder(cl, p, root, (size_t)(key - p));
+		if (err == -1)
 			goto fail;
-		return walk_root(cl, p, fd);
+		return err ? -1 : 0;
 	}
-	if (!S_ISREG(st.st_mode))
-		return add_clip(cl, p, strlen(p), -1,
-				file_type_name(st.st_mode));
-	return add_clip(cl, p, strlen(p), -1, NULL);
+	if (*key == '\0')
+		key = p;
+	return add_clip(cl, p, strlen(key), root,
+			S_ISREG(st.st_mode) ? NULL : file_type_name(st.st_mode));
 fail:
 	if (!from_cmdline)
-		return add_failed(cl, p, strlen(p), -1, "", errno);
+		return add_failed(cl, p, strlen(key), root, "", errno);
 	prog_err("unable to open '%s': %s", p, strerror(errno));
+	return -1;
+outside:
+	if (!from_cmdline)
+		return add_clip(cl, p, strlen(p), -1, why);
+	prog_err("'%s': %s", quote_name_buf(q, sizeof(q), p), why);
 	return -1;
 }
 

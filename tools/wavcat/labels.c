@@ -435,8 +435,42 @@ int32_t labels_of(const struct label_table *lt, const struct clip *c)
 	}
 }
 
-/* Reports the entries naming no input and the clips left without a
- * label, from one pass over the clips. */
+/* Warns once about the labels of file that no input gets (every entry
+ * with them names no input): how many, and the first few. hit marks
+ * the entries naming an input. Returns 0 or -1 (no memory). */
+static int warn_unused_labels(const char *file, const struct label_table *lt,
+			      const unsigned char *hit)
+{
+	unsigned char *used = calloc(lt->n ? lt->n : 1, 1);
+	char list[300], q[64];
+	size_t i, n_unused = 0, len = 0;
+
+	if (used == NULL)
+		return -1;
+	for (i = 0; i < lt->n_ent; i++)
+		if (hit[i])
+			used[lt->ent[i].id] = 1;
+	list[0] = '\0';
+	for (i = 0; i < lt->n; i++) {
+		if (used[i] || n_unused++ >= 5)
+			continue;
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+					"%s'%s'", len ? ", " : "",
+					quote_name_buf(q, sizeof(q),
+						       lt->names[i]));
+		if (len >= sizeof(list))
+			len = sizeof(list) - 1;
+	}
+	if (n_unused > 0)
+		prog_warn("%zu labels of '%s' name no input (no clip gets "
+			  "them; their ids stay in the table): %s%s", n_unused,
+			  file, list, n_unused > 5 ? ", ..." : "");
+	free(used);
+	return 0;
+}
+
+/* Reports the entries naming no input, the labels no input gets and the
+ * clips left without a label, from one pass over the clips. */
 static int check_entries(struct clip_list *cl, const char *file,
 			 const struct label_table *lt)
 {
@@ -474,6 +508,8 @@ static int check_entries(struct clip_list *cl, const char *file,
 	else if (matched < n)
 		prog_info("%zu of %zu entries of '%s' name no input",
 			  n - matched, n, file);
+	if (matched > 0 && warn_unused_labels(file, lt, hit))
+		goto nomem;
 	if (unlabelled > 0)
 		prog_warn("'%s' and %zu more clips are not in '%s': label -1",
 			  quote_name_buf(q, sizeof(q), example),

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/prog.h"
@@ -272,11 +273,26 @@ int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,
 	return 0;
 }
 
-/* Warns about each clip whose key is the previous clip's. */
-static int warn_duplicates(struct clip_list *cl)
+/* Whether paths a and b name the same file. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, b) == 0)
+		return 1;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Checks each clip against the one before it in key order (one clip
+ * kept, whatever the number): a file named twice is warned about, two
+ * files under one key are refused, as nothing after wavcat could tell
+ * them apart. Returns 0, or -1 after printing why. */
+static int check_duplicates(struct clip_list *cl)
 {
 	char q1[512], q2[512], q3[512];
 	struct clip c, prev = { .key = NULL };
+	uint64_t clashes = 0;
 	char *buf = NULL;
 	size_t cap = 0;
 	int got, err = -1;
@@ -284,17 +300,35 @@ static int warn_duplicates(struct clip_list *cl)
 	if (inputs_rewind(cl))
 		return -1;
 	while ((got = inputs_next(cl, &c)) > 0) {
-		if (prev.key && strcmp(prev.key, c.key) == 0)
-			prog_warn("duplicate key '%s' ('%s' and '%s')",
-				  quote_name_buf(q1, sizeof(q1), c.key),
-				  quote_name_buf(q2, sizeof(q2), prev.path),
-				  quote_name_buf(q3, sizeof(q3), c.path));
+		if (prev.key && strcmp(prev.key, c.key) == 0) {
+			quote_name_buf(q1, sizeof(q1), c.key);
+			quote_name_buf(q2, sizeof(q2), prev.path);
+			quote_name_buf(q3, sizeof(q3), c.path);
+			if (same_file(prev.path, c.path)) {
+				prog_warn("duplicate key '%s' ('%s' and "
+					  "'%s')", q1, q2, q3);
+			} else {
+				prog_err("'%s' and '%s' have the same key "
+					 "'%s'", q2, q3, q1);
+				clashes++;
+			}
+		}
 		if (inputs_keep_clip(&c, &buf, &cap, &prev)) {
 			prog_err("out of memory");
 			goto out;
 		}
 	}
-	err = got < 0 ? -1 : 0;
+	if (got < 0)
+		goto out;
+	if (clashes > 0) {
+		prog_err("%llu keys name two different files, which the "
+			 "stream could not tell apart: name the files in a "
+			 "list, keyed by their paths (find A B -name '*.wav' "
+			 "| wavcat -), or with --root a folder above them",
+			 (unsigned long long)clashes);
+		goto out;
+	}
+	err = 0;
 out:
 	free(buf);
 	return err;
@@ -313,5 +347,6 @@ int inputs_finish(struct clip_list *cl)
 			  (unsigned long long)cl->n_spilled, cl->tmp_dir,
 			  cl->sort_limit, cl->n_runs, cl->run0,
 			  (unsigned long long)cl->tmp_size);
-	return warn_duplicates(cl);
+	inputs_report_excluded(cl);
+	return check_duplicates(cl);
 }

@@ -95,14 +95,22 @@ static int wav_check_fmt(const struct vio *v, off_t off, uint32_t size,
 }
 
 /* Checks a data chunk against the file: libsndfile silently clamps a
- * data size larger than the file, and reads a size of 0 (a file never
- * closed by its writer) as "up to the end". */
+ * data size larger than the file, and reads a size of 0 or 0xFFFFFFFF
+ * with bytes after it (a writer that never came back to fill the size
+ * in) as "up to the end". A size of 0 with nothing after it is a
+ * finished file of no samples. */
 static int wav_check_data(uint32_t size, uint64_t avail, unsigned tag,
 			  unsigned align, struct decoded *out)
 {
-	if (size == 0) {
-		set_reason(out, "data chunk size is 0 (a file never "
-			   "finished?)");
+	if (size == 0 && avail == 0) {
+		set_reason(out, "no samples (0 frames)");
+		return -1;
+	}
+	if ((size == 0 || size == UINT32_MAX) && avail > 0) {
+		set_reason(out, "data chunk size is %s with %llu bytes after "
+			   "it (a file never finished?)",
+			   size ? "0xFFFFFFFF" : "0",
+			   (unsigned long long)avail);
 		return -1;
 	}
 	if (size > avail) {

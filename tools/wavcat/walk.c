@@ -199,41 +199,37 @@ static int walk_dir(struct walker *w, int dfd, int depth)
 	return err;
 }
 
-/* Adds every audio file under the folder root (open on fd). */
-int walk_root(struct clip_list *cl, const char *root, int fd)
+int walk_folder(struct clip_list *cl, const char *path, int fd, int root,
+		size_t key_off)
 {
-	struct walker w = { .cl = cl };
-	size_t rlen = strlen(root);
-	char **nr;
+	struct walker w = { .cl = cl, .root = root };
+	size_t rlen = strlen(path);
 	char q[512];
-	int err = -1;
+	int err;
 
-	nr = realloc(cl->roots, (cl->n_roots + 1) * sizeof(*nr));
-	if (nr == NULL)
-		goto nomem;
-	cl->roots = nr;
-	cl->roots[cl->n_roots] = strdup(root);
-	if (cl->roots[cl->n_roots] == NULL)
-		goto nomem;
-	w.root = (int)cl->n_roots++;
 	w.cap = rlen + 256;
 	w.path = malloc(w.cap);
-	if (w.path == NULL)
-		goto nomem;
-	memcpy(w.path, root, rlen + 1);
+	if (w.path == NULL) {
+		close(fd);
+		prog_err("out of memory walking folders");
+		return -1;
+	}
+	memcpy(w.path, path, rlen + 1);
 	w.len = rlen;
-	if (rlen == 0 || root[rlen - 1] != '/')
-		w.path[w.len++] = '/';
+	if (key_off >= rlen) {
+		if (rlen == 0 || path[rlen - 1] != '/')
+			w.path[w.len++] = '/';
+		w.prefix = w.len;
+	} else {
+		while (w.len > key_off && w.path[w.len - 1] == '/')
+			w.len--;
+		w.prefix = key_off;
+	}
 	w.path[w.len] = '\0';
-	w.prefix = w.len;
 	err = walk_dir(&w, fd, 0);
 	if (!err && w.found == 0)
 		prog_warn("no audio files under '%s'",
-			  quote_name_buf(q, sizeof(q), root));
+			  quote_name_buf(q, sizeof(q), path));
 	free(w.path);
 	return err;
-nomem:
-	close(fd);
-	prog_err("out of memory walking folders");
-	return -1;
 }

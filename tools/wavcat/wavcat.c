@@ -37,6 +37,10 @@ struct options {
 	int zstd;
 	int null_sep;
 	size_t sort_buffer;      /* --sort-buffer */
+	const char *root;        /* --root */
+	char **excludes;         /* --exclude patterns (in argv) */
+	size_t n_excludes;
+	int include_underscore;
 };
 
 /* Everything one run holds, for a single cleanup path. */
@@ -47,6 +51,9 @@ struct run {
 	struct splitter sp;
 	struct decode_cfg cfg;
 	char *rate_from;         /* the clip that set the rate */
+	uint64_t n_probed;       /* clips found unusable and warned about
+				    while looking for the rate */
+	char *first_bad;         /* --strict: the first of them, and why */
 	char splits[64];
 	int fd;
 	const char *out_name;
@@ -62,9 +69,12 @@ struct run {
 enum {
 	OPT_DTYPE = 256,
 	OPT_DURATION,
+	OPT_EXCLUDE,
+	OPT_INCLUDE_UNDERSCORE,
 	OPT_LABELS,
 	OPT_NO_LABELS,
 	OPT_RATE,
+	OPT_ROOT,
 	OPT_SAMPLES,
 	OPT_SORT_BUFFER,
 	OPT_SPLIT,
@@ -77,7 +87,9 @@ enum {
 static const struct option long_opts[] = {
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "help", no_argument, NULL, 'h' },
+	{ "include-underscore", no_argument, NULL, OPT_INCLUDE_UNDERSCORE },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "labels", required_argument, NULL, OPT_LABELS },
 	{ "no-labels", no_argument, NULL, OPT_NO_LABELS },
@@ -85,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "root", required_argument, NULL, OPT_ROOT },
 	{ "samples", required_argument, NULL, OPT_SAMPLES },
 	{ "sort-buffer", required_argument, NULL, OPT_SORT_BUFFER },
 	{ "split", required_argument, NULL, OPT_SPLIT },
@@ -111,7 +124,7 @@ static void usage(FILE *f)
 "Inputs:\n"
 "  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
 "                path relative to FOLDER (yes/a.wav)\n"
-"  FILE          that file; its key is FILE as given\n"
+"  FILE          that file; its key is FILE as given, less a leading ./\n"
 "  @LISTFILE     the paths in LISTFILE, one per line (files or folders, as\n"
 "                above; empty lines skipped, a final CR removed); a path\n"
 "                there that cannot be opened is an unusable input\n"
@@ -124,7 +137,23 @@ static void usage(FILE *f)
 "  READMEs). Symbolic links to files are followed, links to folders are\n"
 "  not. Fifos, devices and sockets are never opened: one with an audio\n"
 "  name is an unusable input. A FILE or FOLDER argument that does not\n"
-"  exist stops the run before anything is written.\n"
+"  exist stops the run before anything is written, as do two different\n"
+"  files under one key (A/yes/x.wav and B/yes/x.wav of 'wavcat A B').\n"
+"  --root=DATA         paths under DATA (FILE, FOLDER, and in lists) are\n"
+"                      taken as found in the folder DATA: keys relative to\n"
+"                      it, labels from the first folder under it, its\n"
+"                      split lists; a list and the folder give the same\n"
+"                      stream. A path not under DATA (as written, ./ and //\n"
+"                      aside) stops the run, or in a list is unusable\n"
+"  --exclude=GLOB      leave out inputs whose key, or one of its leading\n"
+"                      folders (yes, yes/deep for yes/deep/a.wav), matches\n"
+"                      GLOB (fnmatch: * also matches /); repeatable. Left\n"
+"                      out, a file is no input: no clip index, no label\n"
+"  --include-underscore\n"
+"                      keep the files in top folders (under an input folder\n"
+"                      or --root) whose names start with '_', left out by\n"
+"                      default with a note, as TensorFlow's speech_commands\n"
+"                      does: _background_noise_ is no label\n"
 "\n"
 "Audio:\n"
 "  --rate=HZ           resample every clip to HZ with soxr (high quality);\n"
@@ -151,8 +180,9 @@ static void usage(FILE *f)
 "  --labels=FILE       'path,label' lines, path as the key (yes/a.wav); the\n"
 "                      path runs to the last comma, or either field may be\n"
 "                      \"quoted\"; a first line 'path,label' is a heading.\n"
-"                      Every label of FILE is in the table; clips not in\n"
-"                      FILE get -1 (with a warning)\n"
+"                      Every label of FILE is in the table (those no input\n"
+"                      gets are warned about); clips not in FILE get -1\n"
+"                      (with a warning)\n"
 "  --no-labels         every clip -1 (no label)\n"
 "\n"
 "Splits (training, validation, testing; or none):\n"
@@ -209,7 +239,8 @@ static void usage(FILE *f)
 "  wavcat --rate 4096 --duration 10 DATA/ | segment --len 512 --hop 512 |\n"
 "  gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
 "\n"
-"  find DATA -name '*.flac' -print0 | wavcat -0 --rate 16000 - | recdump\n");
+"  find DATA -name '*.flac' -print0 |\n"
+"  wavcat -0 --root DATA --rate 16000 - | recdump\n");
 }
 
 /* Handles one of wavcat's own options; returns 0, or -1 for an unknown
@@ -230,6 +261,12 @@ static int parse_opt(int c, const char *arg, struct options *o)
 		o->duration_s = prog_arg_double("--duration", arg, 1e-9,
 						1e7);
 		break;
+	case OPT_EXCLUDE:
+		o->excludes[o->n_excludes++] = (char *)arg;
+		break;
+	case OPT_INCLUDE_UNDERSCORE:
+		o->include_underscore = 1;
+		break;
 	case OPT_LABELS:
 		o->labels_file = arg;
 		break;
@@ -239,6 +276,9 @@ static int parse_opt(int c, const char *arg, struct options *o)
 	case OPT_RATE:
 		o->rate = (uint32_t)prog_arg_u64("--rate", arg, 1,
 						 WAVCAT_MAX_RATE);
+		break;
+	case OPT_ROOT:
+		o->root = arg;
 		break;
 	case OPT_SAMPLES:
 		o->samples = prog_arg_u64("--samples", arg, 1, UINT32_MAX);
@@ -305,6 +345,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->dtype = REC_S16;
 	o->split.mode = SPLIT_AUTO;
 	o->sort_buffer = WAVCAT_SORT_DEFAULT;
+	o->excludes = malloc((size_t)argc * sizeof(*o->excludes));
+	if (o->excludes == NULL)
+		prog_die("out of memory");
 	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
 				NULL)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
@@ -360,6 +403,10 @@ static int gather(struct run *r, int argc, char **argv)
 	int i;
 
 	r->cl.null_sep = r->o.null_sep;
+	if ((r->o.root && inputs_set_root(&r->cl, r->o.root)) ||
+	    inputs_set_excludes(&r->cl, r->o.excludes, r->o.n_excludes,
+				r->o.include_underscore))
+		return -1;
 	for (i = optind; i < argc; i++)
 		if (inputs_add_arg(&r->cl, argv[i]))
 			return -1;
@@ -379,11 +426,39 @@ static int gather(struct run *r, int argc, char **argv)
 			    sizeof(r->splits));
 }
 
-/* The output rate: --rate, or the rate of the first clip that opens. */
+/* Says why the clip probed for the rate is unusable: warned, and not
+ * again when its record is written; under --strict the run stops at its
+ * record (the first one), so only the first reason is kept, for when
+ * none is usable. */
+static int probe_unusable(struct run *r, const struct clip *c,
+			  const char *why)
+{
+	char q[512];
+
+	if (!r->o.strict) {
+		prog_warn("'%s': %s", quote_name_buf(q, sizeof(q), c->path),
+			  why);
+		r->n_probed++;
+		return 0;
+	}
+	if (r->first_bad == NULL &&
+	    asprintf(&r->first_bad, "'%s': %s",
+		     quote_name_buf(q, sizeof(q), c->path), why) < 0) {
+		r->first_bad = NULL;
+		prog_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The output rate: --rate, or the rate of the first clip usable as the
+ * run would decode it (the same sample type, length cap and trimming:
+ * a long clip that the run takes sets the rate too). */
 static int choose_rate(struct run *r)
 {
+	struct decode_cfg like = r->cfg;
+	char q[512], why[256];
 	struct clip c;
-	char q[512];
 	int got;
 
 	if (r->o.rate) {
@@ -391,27 +466,36 @@ static int choose_rate(struct run *r)
 		r->cfg.resample = 1;
 		return 0;
 	}
+	like.duration = r->o.samples > 0 || r->o.duration_s > 0;
 	if (inputs_rewind(&r->cl))
 		return -1;
 	while ((got = inputs_next(&r->cl, &c)) > 0) {
-		if (c.skip != NULL ||
-		    decode_probe_rate(c.path, &r->cfg.rate) != 0)
-			continue;
-		r->rate_from = strdup(c.path);
-		if (r->rate_from == NULL) {
-			prog_err("out of memory");
+		if (c.skip == NULL &&
+		    decode_probe_rate(c.path, &like, &r->cfg.rate, why,
+				      sizeof(why)) == 0)
+			break;
+		if (probe_unusable(r, &c, c.skip ? c.skip : why))
 			return -1;
-		}
-		r->cfg.rate_from = r->rate_from;
-		prog_info("sample rate %lu Hz, from '%s'",
-			  (unsigned long)r->cfg.rate,
-			  quote_name_buf(q, sizeof(q), c.path));
-		return 0;
 	}
-	if (got == 0)
-		prog_err("no input could be opened to take the sample rate "
-			 "from; give --rate");
-	return -1;
+	if (got < 0)
+		return -1;
+	if (got == 0) {
+		if (r->first_bad)
+			prog_err("%s", r->first_bad);
+		prog_err("no usable input: all %llu inputs are unusable%s",
+			 (unsigned long long)r->cl.n,
+			 r->o.strict ? "" : " (see above)");
+		return -1;
+	}
+	r->rate_from = strdup(c.path);
+	if (r->rate_from == NULL) {
+		prog_err("out of memory");
+		return -1;
+	}
+	r->cfg.rate_from = r->rate_from;
+	prog_info("sample rate %lu Hz, from '%s'", (unsigned long)r->cfg.rate,
+		  quote_name_buf(q, sizeof(q), c.path));
+	return 0;
 }
 
 /* Sets what the decoders do: rate, length, sample type. */
@@ -420,10 +504,10 @@ static int configure(struct run *r)
 	const struct options *o = &r->o;
 	double n;
 
-	if (choose_rate(r))
-		return -1;
 	r->cfg.dtype = o->dtype;
 	r->cfg.max_samples = REC_DEFAULT_MAX_DATA / rec_dtype_size(o->dtype);
+	if (choose_rate(r))
+		return -1;
 	if (o->samples) {
 		r->cfg.duration = o->samples;
 	} else if (o->duration_s > 0) {
@@ -523,7 +607,8 @@ static int write_clip(struct run *r, uint64_t i, const struct job *j)
 			prog_err("'%s': %s", q, d->reason);
 			return -1;
 		}
-		prog_warn("'%s': %s", q, d->reason);
+		if (i >= r->n_probed) /* else warned by choose_rate() */
+			prog_warn("'%s': %s", q, d->reason);
 		it.type = REC_T_SKIPPED;
 		it.dim1 = 0;
 		it.data = d->reason;
@@ -662,6 +747,8 @@ static void cleanup(struct run *r, int failed)
 	split_free(&r->sp);
 	inputs_free(&r->cl);
 	free(r->rate_from);
+	free(r->first_bad);
+	free(r->o.excludes);
 	if (r->fd >= 0)
 		close(r->fd);
 	if (failed && r->out_is_file)

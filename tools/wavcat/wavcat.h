@@ -59,6 +59,15 @@ struct clip_list {
 	struct clip_merge *merge; /* the ordered sequence being read */
 	char **roots;       /* the input folders, as given */
 	size_t n_roots;
+	const char *root_dir; /* --root: paths under it are keyed and
+				 labelled as found in that folder */
+	int root_idx;       /* its index in roots */
+	char *const *excludes; /* --exclude patterns */
+	size_t n_excludes;
+	char *match;        /* a key cut at a folder, for --exclude */
+	int keep_underscore; /* --include-underscore */
+	uint64_t n_excluded, n_underscore; /* inputs left out */
+	char *underscore_example; /* the first folder left out for '_' */
 	int null_sep;       /* list files are NUL-separated (-0) */
 	int stdin_used;     /* "-" was seen */
 };
@@ -70,6 +79,12 @@ struct clip_list {
 /* Readies cl for inputs_add_arg(): empty, with a sort buffer of limit
  * bytes and temporary files in tmp_dir (NULL: $TMPDIR, else /tmp). */
 void inputs_init(struct clip_list *cl, size_t limit, const char *tmp_dir);
+/* Sets --root dir (a folder: 0, or -1 after printing why), and the
+ * --exclude patterns (kept, not copied) and whether folders starting
+ * with '_' are kept, for the inputs added after. */
+int inputs_set_root(struct clip_list *cl, const char *dir);
+int inputs_set_excludes(struct clip_list *cl, char *const *pats, size_t n,
+			int keep_underscore);
 /* Adds the inputs named by one command-line argument: a folder (walked),
  * a file, @LISTFILE or "-". Returns 0, or -1 after printing why the run
  * cannot go on (a missing argument, an unreadable list, no memory, the
@@ -77,7 +92,8 @@ void inputs_init(struct clip_list *cl, size_t limit, const char *tmp_dir);
  * reason. */
 int inputs_add_arg(struct clip_list *cl, const char *arg);
 /* Ends the listing: orders the clips by key (bytewise, then by path) and
- * warns about duplicate keys. Returns 0 or -1 after printing why. */
+ * warns about a file named twice; two files under one key stop the run.
+ * Returns 0 or -1 after printing why. */
 int inputs_finish(struct clip_list *cl);
 /* Starts handing the clips out in order from the first one. Returns 0
  * or -1 after printing why. */
@@ -230,9 +246,13 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out);
 /* Seconds spent opening and reading files / resampling, so far. */
 void decoder_times(const struct decoder *d, double *t_read,
 		   double *t_resample);
-/* The sample rate of the file at path: 0, or -1 when the file is not
- * usable (it is decoded whole to know). */
-int decode_probe_rate(const char *path, uint32_t *rate);
+/* The sample rate of the file at path, when the file is usable as a
+ * clip decoded under like (its dtype and max_samples; its duration
+ * nonzero for clips padded or trimmed, whatever the length): 0, or -1
+ * with why not in reason (size bytes). The file is decoded whole to
+ * know; no resampling, and nothing kept when trimmed. */
+int decode_probe_rate(const char *path, const struct decode_cfg *like,
+		      uint32_t *rate, char *reason, size_t size);
 
 /* pool.c */
 
