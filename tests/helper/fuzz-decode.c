@@ -358,9 +358,14 @@ static void count(const struct decoded *r)
 
 static void check_probe_rate(const char *path, const struct truth *t)
 {
+	/* Decoded as a trimmed run would: any length is usable, so the
+	 * probe fails only where decoding does. */
+	struct decode_cfg like = { .duration = 1, .dtype = REC_F32,
+				   .max_samples = REC_DEFAULT_MAX_DATA / 4 };
+	char why[256];
 	uint32_t rate = 0;
 
-	if (decode_probe_rate(path, &rate) == 0 &&
+	if (decode_probe_rate(path, &like, &rate, why, sizeof(why)) == 0 &&
 	    (!t->ok || (uint32_t)t->rate != rate || rate == 0 ||
 	     rate > WAVCAT_MAX_RATE)) {
 		fprintf(stderr, "fuzz-decode: decode_probe_rate gave %lu Hz, "
