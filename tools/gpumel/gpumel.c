@@ -176,10 +176,12 @@ static mel_backend *open_backend(const struct options *o,
 {
 	char err[512] = "";
 	mel_backend *be = NULL;
+	int rc;
 
 	if (o->device != DEV_CPU) {
-		if (cuda_open(p, fb, o->cuda_index, o->batch, w, dl, &be, err,
-			      sizeof(err)) == 0)
+		rc = cuda_open(p, fb, o->cuda_index, o->batch, w, dl, &be, err,
+			       sizeof(err));
+		if (rc == 0)
 			return be;
 		if (o->device == DEV_CUDA && o->cuda_index < 0) {
 			prog_err("no usable GPU for --device cuda: %s", err);
@@ -190,7 +192,11 @@ static mel_backend *open_backend(const struct options *o,
 				 o->cuda_index, err);
 			return NULL;
 		}
-		prog_warn("no usable GPU (%s); using the CPU backend", err);
+		if (rc == CUDA_NO_DRIVER)
+			prog_warn("%s; using the CPU", err);
+		else
+			prog_warn("no usable GPU (%s); using the CPU backend",
+				  err);
 	}
 	if (mel_cpu_open(p, fb, o->jobs, &be, err, sizeof(err)) < 0) {
 		prog_err("%s", err);
