@@ -134,6 +134,29 @@ test_q_v_later_wins() {
 	test_cmp /dev/null vq.err
 }
 
+# test_no_temp [DIR]: no temporary output file is left in DIR (default
+# .): the hidden .TARGET.PROG-PID-HOST.XXXXXX of tools/common/outfile.h.
+test_no_temp() {
+	left=$(ls -A "${1:-.}" |
+		grep "^\..*\.[a-z0-9]*-[0-9]*-[0-9a-f]\{8\}\.......$") || true
+	if [ -n "$left" ]; then
+		echo "temporary files left: $left" >&2
+		return 1
+	fi
+}
+
+# test_start_bg CMD...: starts CMD in the background with SIGINT and
+# SIGQUIT at their default actions (a script's background job starts with
+# them ignored); CMD's own pid in $bg_pid, for kill and wait.
+test_start_bg() {
+	$PYTHON -c "
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])" "$@" &
+	bg_pid=$!
+}
+
 # sys_python: prints the path of a python3 as a user without the test
 # venv has one: Debian's /usr/bin/python3 with its h5py and no hdf5plugin
 # (a module of that name that fails to import stands before any installed
