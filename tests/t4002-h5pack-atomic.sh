@@ -148,13 +148,7 @@ test_expect_success 'the next run removes a killed run'"'"'s temporary file' '
 	test_no_temp
 '
 
-tmpfs_ok=
-if [ "$(id -u)" = 0 ] && mkdir -p small &&
-	mount -t tmpfs -o size=1m tmpfs small 2>/dev/null; then
-	tmpfs_ok=1
-fi
-
-if [ -n "$tmpfs_ok" ]; then
+if test_mount_small; then
 test_expect_success 'a full disk (ENOSPC): a clear error, nothing left' '
 	$MK --clips 400 --rows 2 --shape 32,40 >big.rec &&
 	h5pack -q -o small/prev.h5 prev.rec &&
@@ -170,12 +164,9 @@ test_expect_success 'a full disk (ENOSPC): a clear error, nothing left' '
 	echo prev.h5 >want.left && test_cmp want.left left &&
 	test ! -s cmp.out
 '
-	# whatever happened in there, leave no mount behind
-	mountpoint -q small && umount small
 else
-	test_count=$((test_count + 1))
-	say "ok $test_count # skip a full disk (ENOSPC) (cannot mount a tmpfs)"
-	mountpoint -q small 2>/dev/null && umount small
+	test_skip 'a full disk (ENOSPC)' 'cannot mount a tmpfs'
 fi
+test_umount_small
 
 test_done

@@ -145,13 +145,7 @@ for stage in wavcat segment gpumel; do
 	done
 done
 
-tmpfs_ok=
-if [ "$(id -u)" = 0 ] && mkdir -p small &&
-	mount -t tmpfs -o size=1m tmpfs small 2>/dev/null; then
-	tmpfs_ok=1
-fi
-
-if [ -n "$tmpfs_ok" ]; then
+if test_mount_small; then
 test_expect_success 'a full disk (ENOSPC): a clear error, nothing left' '
 	$MKDATA tone D/yes/long.wav --frames 400000 --seed 4 &&
 	rc=0 && { wavcat --dtype f32 -o small/w.rec D 2>w.err || rc=$?; } &&
@@ -170,12 +164,9 @@ test_expect_success 'a full disk (ENOSPC): a clear error, nothing left' '
 		test_cmp /dev/null $s.left || exit 1
 	done
 '
-	# whatever happened in there, leave no mount behind
-	mountpoint -q small && umount small
 else
-	test_count=$((test_count + 1))
-	say "ok $test_count # skip a full disk (ENOSPC) (cannot mount a tmpfs)"
-	mountpoint -q small 2>/dev/null && umount small
+	test_skip 'a full disk (ENOSPC)' 'cannot mount a tmpfs'
 fi
+test_umount_small
 
 test_done

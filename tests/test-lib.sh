@@ -157,6 +157,25 @@ os.execvp(sys.argv[1], sys.argv[1:])" "$@" &
 	bg_pid=$!
 }
 
+# test_mount_small: mounts a 1 MiB tmpfs on ./small, for a full disk
+# (root only; false where it cannot). test_umount_small leaves no mount
+# there, whatever the test did.
+test_mount_small() {
+	[ "$(id -u)" = 0 ] && mkdir -p small &&
+		mount -t tmpfs -o size=1m tmpfs small 2>/dev/null
+}
+
+test_umount_small() {
+	if mountpoint -q small 2>/dev/null; then umount small; fi
+}
+
+# test_skip 'description' REASON: one test, skipped for REASON.
+test_skip() {
+	test_count=$((test_count + 1))
+	test_skipped=$((test_skipped + 1))
+	say "ok $test_count # skip $1 ($2)"
+}
+
 # sys_python: prints the path of a python3 as a user without the test
 # venv has one: Debian's /usr/bin/python3 with its h5py and no hdf5plugin
 # (a module of that name that fails to import stands before any installed
