@@ -5,15 +5,6 @@ test_description='h5pack: OUT.h5 appears whole or not at all'
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
 CHECK="$PYTHON $TEST_DIRECTORY/py/h5pack_check.py"
 
-# no_temp [DIR]: no temporary file of ours is left in DIR (default .).
-no_temp() {
-	left=$(ls -A "${1:-.}" | grep "^\..*\.h5\.") || true
-	if [ -n "$left" ]; then
-		echo "temporary files left: $left" >&2
-		return 1
-	fi
-}
-
 test_expect_success 'set up streams and a previous dataset' '
 	$MK --clips 300 --rows 1:4 --seed 5 >f.rec &&
 	$MK --clips 40 --seed 6 >prev.rec &&
@@ -26,7 +17,7 @@ test_expect_success 'a stream without its trailer: exit 1, no file, no temp' '
 	test_expect_code 1 h5pack -o out.h5 cut.rec 2>err &&
 	test_grep "^h5pack: " err &&
 	test ! -e out.h5 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'a stream cut inside a record: exit 1, no file' '
@@ -35,14 +26,14 @@ test_expect_success 'a stream cut inside a record: exit 1, no file' '
 	test_expect_code 1 h5pack -o out.h5 <half.rec 2>err &&
 	test_grep "^h5pack: " err &&
 	test ! -e out.h5 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'a failing stage upstream leaves no file' '
 	{ head -c 20000 f.rec; exit 1; } | { h5pack -o out.h5; echo $? >rc; } &&
 	test "$(cat rc)" = 1 &&
 	test ! -e out.h5 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'a flipped bit: exit 1, the previous file intact' '
@@ -53,21 +44,21 @@ open(\"flip.rec\", \"wb\").write(d)" &&
 	test_expect_code 1 h5pack -o prev.h5 flip.rec 2>err &&
 	test_grep "^h5pack: " err &&
 	cmp prev.h5 prev.orig &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'bad records keep the previous file intact too' '
 	$MK --clips 20 --bad-shape 15 >bad.rec &&
 	test_expect_code 1 h5pack -o prev.h5 bad.rec 2>err &&
 	cmp prev.h5 prev.orig &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'an existing file is replaced by default' '
 	cp prev.orig rep.h5 &&
 	h5pack -q -o rep.h5 f.rec &&
 	$CHECK f.rec rep.h5 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success '-n refuses an existing file, writes a new one' '
@@ -76,7 +67,7 @@ test_expect_success '-n refuses an existing file, writes a new one' '
 	cmp prev.h5 prev.orig &&
 	h5pack -q --no-clobber -o new.h5 f.rec &&
 	$CHECK f.rec new.h5 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'the target is a folder, or in a missing folder: exit 1' '
@@ -86,7 +77,7 @@ test_expect_success 'the target is a folder, or in a missing folder: exit 1' '
 	test_expect_code 1 h5pack -o no/such/dir/x.h5 f.rec 2>err &&
 	test_grep "no/such/dir" err &&
 	test_grep "No such file or directory" err &&
-	no_temp adir
+	test_no_temp adir
 '
 
 test_expect_success 'the temporary file is in the target folder; mode by umask' '
@@ -95,7 +86,7 @@ test_expect_success 'the temporary file is in the target folder; mode by umask' 
 	test "$(stat -c %a sub/m.h5)" = 640 &&
 	(umask 022 && h5pack -q -o sub/m2.h5 f.rec) &&
 	test "$(stat -c %a sub/m2.h5)" = 644 &&
-	no_temp sub
+	test_no_temp sub
 '
 
 # killed SIG: h5pack gets SIG mid-stream (after the temporary file
@@ -103,12 +94,8 @@ test_expect_success 'the temporary file is in the target folder; mode by umask' 
 killed() {
 	rm -f p && mkfifo p &&
 	cp prev.orig prev.h5 || return 1
-	# a background job starts with SIGINT ignored: give it the default
-	$PYTHON -c "
-import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp(sys.argv[1], sys.argv[1:])" h5pack -o prev.h5 <p 2>kill.err &
-	pid=$! &&
+	test_start_bg h5pack -o prev.h5 p 2>kill.err
+	pid=$bg_pid &&
 	exec 3>p &&
 	head -c 30000 f.rec >&3 &&
 	i=0 &&
@@ -125,14 +112,14 @@ os.execvp(sys.argv[1], sys.argv[1:])" h5pack -o prev.h5 <p 2>kill.err &
 
 test_expect_success 'SIGTERM mid-write: no temp left, previous file intact' '
 	killed TERM 143 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'SIGINT and SIGHUP mid-write: the same' '
 	killed INT 130 &&
-	no_temp &&
+	test_no_temp &&
 	killed HUP 129 &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success 'SIGKILL mid-write: previous file intact' '
@@ -158,16 +145,10 @@ test_expect_success 'the next run removes a killed run'"'"'s temporary file' '
 	test_grep "removed .*$stale.*killed" next.err &&
 	test -e "$live" && test -e "$other" &&
 	rm -f "$live" "$other" &&
-	no_temp
+	test_no_temp
 '
 
-tmpfs_ok=
-if [ "$(id -u)" = 0 ] && mkdir -p small &&
-	mount -t tmpfs -o size=1m tmpfs small 2>/dev/null; then
-	tmpfs_ok=1
-fi
-
-if [ -n "$tmpfs_ok" ]; then
+if test_mount_small; then
 test_expect_success 'a full disk (ENOSPC): a clear error, nothing left' '
 	$MK --clips 400 --rows 2 --shape 32,40 >big.rec &&
 	h5pack -q -o small/prev.h5 prev.rec &&
@@ -183,12 +164,9 @@ test_expect_success 'a full disk (ENOSPC): a clear error, nothing left' '
 	echo prev.h5 >want.left && test_cmp want.left left &&
 	test ! -s cmp.out
 '
-	# whatever happened in there, leave no mount behind
-	mountpoint -q small && umount small
 else
-	test_count=$((test_count + 1))
-	say "ok $test_count # skip a full disk (ENOSPC) (cannot mount a tmpfs)"
-	mountpoint -q small 2>/dev/null && umount small
+	test_skip 'a full disk (ENOSPC)' 'cannot mount a tmpfs'
 fi
+test_umount_small
 
 test_done

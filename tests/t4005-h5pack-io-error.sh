@@ -7,14 +7,6 @@ previous OUT.h5 intact, no temporary file left'
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
 FAULT=$TOP/build/obj/tests/helper/fault-io.so
 
-no_temp() {
-	left=$(ls -A | grep "^\..*\.h5\.") || true
-	if [ -n "$left" ]; then
-		echo "temporary files left: $left" >&2
-		return 1
-	fi
-}
-
 # with_eio VAR=VALUE h5pack ARGS: h5pack with fault-io.so preloaded
 # (tests/helper/fault-io.c): writes or syncs fail with EIO.
 with_eio() {
@@ -38,7 +30,7 @@ for n in 0 2 5 12; do
 		cat err &&
 		test_grep "^h5pack: unable to .*'"'"'prev.h5'"'"': Input/output error" err &&
 		cmp prev.h5 prev.orig &&
-		no_temp
+		test_no_temp
 	'
 done
 
@@ -48,13 +40,13 @@ test_expect_success NOSAN 'EIO from fsync: exit 1, previous file intact' '
 	cat err &&
 	test_grep "unable to sync .*prev.h5.*Input/output error" err &&
 	cmp prev.h5 prev.orig &&
-	no_temp
+	test_no_temp
 '
 
 test_expect_success NOSAN 'and without a fault the same run succeeds' '
 	h5pack -q -o prev.h5 big.rec &&
 	test_must_fail cmp -s prev.h5 prev.orig &&
-	no_temp
+	test_no_temp
 '
 
 test_done

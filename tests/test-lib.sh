@@ -134,6 +134,48 @@ test_q_v_later_wins() {
 	test_cmp /dev/null vq.err
 }
 
+# test_no_temp [DIR]: no temporary output file is left in DIR (default
+# .): the hidden .TARGET.PROG-PID-HOST.XXXXXX of tools/common/outfile.h.
+test_no_temp() {
+	left=$(ls -A "${1:-.}" |
+		grep "^\..*\.[a-z0-9]*-[0-9]*-[0-9a-f]\{8\}\.......$") || true
+	if [ -n "$left" ]; then
+		echo "temporary files left: $left" >&2
+		return 1
+	fi
+}
+
+# test_start_bg CMD...: starts CMD in the background with SIGINT and
+# SIGQUIT at their default actions (a script's background job starts with
+# them ignored); CMD's own pid in $bg_pid, for kill and wait.
+test_start_bg() {
+	$PYTHON -c "
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])" "$@" &
+	bg_pid=$!
+}
+
+# test_mount_small: mounts a 1 MiB tmpfs on ./small, for a full disk
+# (root only; false where it cannot). test_umount_small leaves no mount
+# there, whatever the test did.
+test_mount_small() {
+	[ "$(id -u)" = 0 ] && mkdir -p small &&
+		mount -t tmpfs -o size=1m tmpfs small 2>/dev/null
+}
+
+test_umount_small() {
+	if mountpoint -q small 2>/dev/null; then umount small; fi
+}
+
+# test_skip 'description' REASON: one test, skipped for REASON.
+test_skip() {
+	test_count=$((test_count + 1))
+	test_skipped=$((test_skipped + 1))
+	say "ok $test_count # skip $1 ($2)"
+}
+
 # sys_python: prints the path of a python3 as a user without the test
 # venv has one: Debian's /usr/bin/python3 with its h5py and no hdf5plugin
 # (a module of that name that fails to import stands before any installed

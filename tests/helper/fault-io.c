@@ -4,12 +4,18 @@
  * I/O error (a dying disk, a yanked USB stick, a full quota on NFS):
  *
  *   MELPIPE_FAULT_PWRITE_AFTER=N  pwrite(2) calls after the N-th fail
+ *   MELPIPE_FAULT_WRITE_AFTER=N   write(2) and writev(2) calls to regular
+ *                                 files after the N-th fail (not to
+ *                                 descriptors 0-2: messages still go out)
+ *   MELPIPE_FAULT_WRITE_HANG=1    the same calls never return: a run that
+ *                                 cannot end before a signal comes
  *   MELPIPE_FAULT_FSYNC=1         fsync(2) fails
  *   MELPIPE_FAULT_VMSPLICE=1      vmsplice(2) fails with EINVAL, as where
  *                                 a sandbox or kernel does not have it
  *
- * Only pwrite (what HDF5's sec2 driver writes with), fsync and vmsplice
- * are wrapped; everything else goes straight to the C library. A test helper,
+ * Only pwrite (what HDF5's sec2 driver writes with), write and writev
+ * (the record writer's), fsync and vmsplice are wrapped; everything else
+ * goes straight to the C library. A test helper,
  * never installed; not for sanitizer builds (their runtime must load
  * first).
  */
@@ -22,6 +28,7 @@
 #include <sys/uio.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -56,6 +63,48 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
 	return fault_pwrite("pwrite64", fd, buf, n, off);
+}
+
+/* Whether a write(2) or writev(2) to fd is to fail: -1 with errno set
+ * (after hanging, with MELPIPE_FAULT_WRITE_HANG, for good), 0 to go on. */
+static int fault_write(int fd)
+{
+	static long after = -2, count;
+	struct stat st;
+
+	if (fd <= STDERR_FILENO || fstat(fd, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	if (limit("MELPIPE_FAULT_WRITE_HANG") == 1)
+		for (;;)
+			pause();
+	if (after == -2)
+		after = limit("MELPIPE_FAULT_WRITE_AFTER");
+	if (__atomic_add_fetch(&count, 1, __ATOMIC_RELAXED) > after) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	ssize_t (*real)(int, const void *, size_t);
+
+	if (fault_write(fd) < 0)
+		return -1;
+	*(void **)&real = dlsym(RTLD_NEXT, "write");
+	return real(fd, buf, n);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	ssize_t (*real)(int, const struct iovec *, int);
+
+	if (fault_write(fd) < 0)
+		return -1;
+	*(void **)&real = dlsym(RTLD_NEXT, "writev");
+	return real(fd, iov, n);
 }
 
 int fsync(int fd)

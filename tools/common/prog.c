@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../lib/opt.h"
+#include "outfile.h"
 
 const char *prog_name = "melpipe";
 int prog_verbosity;
@@ -204,6 +206,16 @@ int prog_open_input(const char *path)
 	return fd;
 }
 
+/* A target that is not a file to replace (a fifo, /dev/null): written
+ * directly, as there is nothing half-written to keep from it. */
+static int is_special(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+	       !S_ISDIR(st.st_mode);
+}
+
 int prog_open_output(const char *path)
 {
 	int fd;
@@ -212,12 +224,36 @@ int prog_open_output(const char *path)
 		prog_refuse_tty(STDOUT_FILENO);
 		return STDOUT_FILENO;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (!is_special(path)) {
+		if (outfile_open(path, 0) < 0)
+			return -1;
+		return outfile_fd();
+	}
+	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		prog_err("unable to open '%s': %s", path, strerror(errno));
 	else
 		prog_refuse_tty(fd);
 	return fd;
+}
+
+int prog_commit_output(int fd, const char *name)
+{
+	if (fd >= 0 && fd == outfile_fd())
+		return outfile_commit();
+	if (fd >= 0 && close(fd) != 0) {
+		prog_err("unable to write to '%s': %s", name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void prog_abort_output(int fd)
+{
+	if (fd >= 0 && fd == outfile_fd())
+		outfile_abort();
+	else if (fd > STDOUT_FILENO)
+		close(fd);
 }
 
 int prog_zero_copy(void)

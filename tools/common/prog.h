@@ -48,9 +48,20 @@ void prog_refuse_tty(int fd);
 /* The record input: FILE, or stdin when path is NULL (a usage error when
  * stdin is a terminal). -1 after a message naming the file and why. */
 int prog_open_input(const char *path);
-/* The record output: FILE (created or truncated), or stdout when path is
- * NULL; refuses a terminal (usage error). -1 after a message. */
+/* The record output: stdout when path is NULL, else FILE; refuses a
+ * terminal (usage error). A file is written under a temporary name in its
+ * folder and takes the name FILE only at prog_commit_output() (see
+ * outfile.h): a failed or killed run leaves no FILE, or the previous one
+ * intact. A fifo or a device is written directly. -1 after a message. */
 int prog_open_output(const char *path);
+/* Once the stream is complete (its trailer written): closes fd (stdout
+ * too: the next stage sees the end at once) and, for a file, syncs it and
+ * puts it in place. 0, or -1 after a message naming name, with no file
+ * put in place. */
+int prog_commit_output(int fd, const char *name);
+/* On failure: closes fd (not stdout) and removes the temporary file.
+ * Accepts -1. */
+void prog_abort_output(int fd);
 
 /* Option arguments: on a bad value a usage error naming the option. */
 uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,

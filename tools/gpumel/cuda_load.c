@@ -14,6 +14,7 @@
 #include "cuda_load.h"
 
 #define CUDA_SO "gpumel-cuda.so"
+#define CUDA_DRIVER "libcuda.so.1"
 #define SO_PATH_MAX (PATH_MAX + 64)
 
 /* Where gpumel-cuda.so should be: beside the program, or in
@@ -36,28 +37,45 @@ static int cuda_so_paths(char paths[2][SO_PATH_MAX])
 	return 0;
 }
 
-/* Loads gpumel-cuda.so into *dl; -1 with why in err. */
+/*
+ * Whether the NVIDIA driver's library loads. Without it the CUDA runtime
+ * says only that the driver is older than the runtime, and gpumel-cuda.so
+ * (with cuFFT) need not be loaded at all. The handle is kept: the runtime
+ * opens the library next, and closing it here would load it twice.
+ */
+static int driver_found(void)
+{
+	return dlopen(CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL) != NULL;
+}
+
+/* Loads gpumel-cuda.so into *dl; CUDA_NO_DRIVER or CUDA_FAILED with why
+ * in err. */
 static int load_cuda_so(void **dl, char *err, size_t errlen)
 {
 	char paths[2][SO_PATH_MAX];
 	int i;
 
+	if (!driver_found()) {
+		snprintf(err, errlen, "no NVIDIA driver found (%s)",
+			 CUDA_DRIVER);
+		return CUDA_NO_DRIVER;
+	}
 	if (cuda_so_paths(paths) < 0) {
 		snprintf(err, errlen, "cannot find the program's folder "
 			 "to look for %s", CUDA_SO);
-		return -1;
+		return CUDA_FAILED;
 	}
 	for (i = 0; i < 2 && access(paths[i], F_OK); i++)
 		;
 	if (i == 2) {
 		snprintf(err, errlen, "%s not found in '%.200s' nor '%.200s'",
 			 CUDA_SO, paths[0], paths[1]);
-		return -1;
+		return CUDA_FAILED;
 	}
 	*dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
 	if (!*dl) {
 		snprintf(err, errlen, "%s", dlerror());
-		return -1;
+		return CUDA_FAILED;
 	}
 	return 0;
 }
@@ -68,9 +86,8 @@ static void *warm_main(void *arg)
 	mel_cuda_warm_fn fn;
 	void *sym;
 
-	if (load_cuda_so(&w->dl, w->err, sizeof(w->err)) < 0) {
-		w->failed = 1;
-	} else if ((sym = dlsym(w->dl, MEL_CUDA_WARM_SYMBOL))) {
+	w->failed = load_cuda_so(&w->dl, w->err, sizeof(w->err));
+	if (!w->failed && (sym = dlsym(w->dl, MEL_CUDA_WARM_SYMBOL))) {
 		memcpy(&fn, &sym, sizeof(fn));
 		fn(w->device);
 	}
@@ -121,19 +138,23 @@ int cuda_open(const mel_params *p, const mel_fb *fb, int device,
 	      size_t batch_hint, struct cuda_warm *w, void **dl,
 	      mel_backend **be, char *err, size_t errlen)
 {
+	int rc;
+
 	warm_join(w);
 	if (w->failed) {
 		snprintf(err, errlen, "%s", w->err);
+		rc = w->failed;
 		goto fail;
 	}
 	if (w->dl) {
 		*dl = w->dl;
 		w->dl = NULL;
-	} else if (load_cuda_so(dl, err, errlen) < 0) {
+	} else if ((rc = load_cuda_so(dl, err, errlen)) < 0) {
 		goto fail;
 	}
 	if (call_open(*dl, p, fb, device, batch_hint, be, err, errlen) == 0)
 		return 0;
+	rc = CUDA_FAILED;
 fail:
 	if (*be)
 		(*be)->destroy(*be);
@@ -141,7 +162,7 @@ fail:
 	if (*dl)
 		dlclose(*dl);
 	*dl = NULL;
-	return -1;
+	return rc;
 }
 
 void cuda_unload(void *dl)

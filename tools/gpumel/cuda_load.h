@@ -22,11 +22,16 @@ struct cuda_warm {
 	int started;           /* the thread runs or ran, not joined */
 	int device;            /* --device cuda:N, -1: the first */
 	void *dl;              /* gpumel-cuda.so, for cuda_open() */
-	int failed;            /* loading failed: why in err */
+	int failed;            /* loading failed (CUDA_*): why in err */
 	char err[512];
 	double t0, t1;         /* the thread's start and end */
 };
 
+
+/* cuda_open()'s failures: no NVIDIA driver on the machine (libcuda.so.1
+ * does not load), or any other reason. */
+#define CUDA_NO_DRIVER (-2)
+#define CUDA_FAILED (-1)
 
 /* Starts the warm-up of device (-1: the first); where no thread can
  * start, cuda_open() loads the backend itself. */
@@ -42,7 +47,8 @@ void cuda_warm_close(struct cuda_warm *w);
  * batch_hint the --batch records or 0) from the warmed-up gpumel-cuda.so,
  * loading it now when there was no warm-up. 0 with the backend in *be and
  * the library in *dl, to be unloaded with cuda_unload() once the backend
- * is destroyed; or -1 with why in err, nothing left loaded.
+ * is destroyed; or CUDA_NO_DRIVER or CUDA_FAILED with why in err, nothing
+ * left loaded.
  */
 int cuda_open(const mel_params *p, const mel_fb *fb, int device,
 	      size_t batch_hint, struct cuda_warm *w, void **dl,

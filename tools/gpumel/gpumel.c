@@ -166,10 +166,12 @@ static mel_backend *open_backend(const struct options *o,
 {
 	char err[512] = "";
 	mel_backend *be = NULL;
+	int rc;
 
 	if (o->device != DEV_CPU) {
-		if (cuda_open(p, fb, o->cuda_index, o->batch, w, dl, &be, err,
-			      sizeof(err)) == 0)
+		rc = cuda_open(p, fb, o->cuda_index, o->batch, w, dl, &be, err,
+			       sizeof(err));
+		if (rc == 0)
 			return be;
 		if (o->device == DEV_CUDA && o->cuda_index < 0) {
 			prog_err("no usable GPU for --device cuda: %s", err);
@@ -180,7 +182,11 @@ static mel_backend *open_backend(const struct options *o,
 				 o->cuda_index, err);
 			return NULL;
 		}
-		prog_warn("no usable GPU (%s); using the CPU backend", err);
+		if (rc == CUDA_NO_DRIVER)
+			prog_warn("%s; using the CPU", err);
+		else
+			prog_warn("no usable GPU (%s); using the CPU backend",
+				  err);
 	}
 	if (mel_cpu_open(p, fb, o->jobs, &be, err, sizeof(err)) < 0) {
 		prog_err("%s", err);
@@ -266,19 +272,20 @@ static int run_stream(struct run *r, const struct options *o,
 }
 
 /*
- * Closes the output as soon as the trailer is out: the next stage waits
- * for end of input, and freeing the GPU's pinned batches and its context
- * (at exit) takes a while. Exits after a message when close fails.
+ * Closes the output as soon as the trailer is out (and puts -o FILE in
+ * place): the next stage waits for end of input, and freeing the GPU's
+ * pinned batches and its context (at exit) takes a while. Exits after a
+ * message when that fails.
  */
-static void close_output(struct run *r)
+static void close_output(struct run *r, const struct options *o)
 {
+	int fd = r->out_fd;
+
 	rec_writer_close(r->wr);
 	r->wr = NULL;
-	if (r->out_fd >= 0 && close(r->out_fd) < 0) {
-		prog_err("error closing the output: %s", strerror(errno));
-		exit(EXIT_FAIL);
-	}
 	r->out_fd = -1;
+	if (prog_commit_output(fd, o->output ? o->output : "stdout") < 0)
+		exit(EXIT_FAIL);
 }
 
 static void run_close(struct run *r)
@@ -296,10 +303,7 @@ static void run_close(struct run *r)
 	mel_fb_free(r->fb);
 	if (r->in_fd > STDIN_FILENO)
 		close(r->in_fd);
-	if (r->out_fd > STDOUT_FILENO && close(r->out_fd) < 0) {
-		prog_err("error closing the output: %s", strerror(errno));
-		exit(EXIT_FAIL);
-	}
+	prog_abort_output(r->out_fd);
 }
 
 /*
@@ -320,7 +324,7 @@ int main(int argc, char **argv)
 	    open_writer(&r, &o, &p, argc, argv) < 0 ||
 	    run_stream(&r, &o, &p) < 0)
 		goto out;
-	close_output(&r);
+	close_output(&r, &o);
 	ret = EXIT_OK;
 out:
 	run_close(&r);

@@ -25,7 +25,7 @@
 #include "../common/opts.h"
 #include "../common/prog.h"
 #include "h5out.h"
-#include "outfile.h"
+#include "../common/outfile.h"
 #include "zstd_filter.h"
 
 #define PROGRESS_EVERY 64       /* records between looks at the clock */

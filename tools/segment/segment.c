@@ -30,7 +30,6 @@
  * writer's (one copy); a padded window is built in the writer's buffer.
  * Nothing is allocated per record.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -516,17 +515,17 @@ static int run(const struct options *o, int argc, char **argv)
 		write_failed(w, rec_strerror(err));
 		goto out;
 	}
+	err = prog_commit_output(out_fd, wo.name);
+	out_fd = -1;
+	if (err)
+		goto out;
 	report(r, w, &st, prog_now() - t_start);
 	ret = EXIT_OK;
 out:
 	rec_writer_close(w);
 	rec_reader_close(r);
 	rec_header_free(h);
-	if (out_fd > STDOUT_FILENO && close(out_fd) && ret == EXIT_OK) {
-		prog_err("unable to write '%s': %s", o->co.output,
-			 strerror(errno));
-		ret = EXIT_FAIL;
-	}
+	prog_abort_output(out_fd);
 	if (in_fd > STDIN_FILENO)
 		close(in_fd);
 	return ret;

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../lib/rec.h"
@@ -57,8 +56,6 @@ struct run {
 	char splits[64];
 	int fd;
 	const char *out_name;
-	int out_is_file;         /* -o named a regular file: removed when
-				    the run fails */
 	rec_header *h;
 	rec_writer *w;
 	struct pool *pool;
@@ -222,8 +219,9 @@ static void usage(FILE *f)
 "                      file was used)\n"
 "  -j, --jobs=N        decoder threads (default: the CPUs it may use; -v\n"
 "                      says how many); the output is the same for every N\n"
-"  -o, --output=FILE   write to FILE instead of standard output (removed\n"
-"                      if the run fails)\n"
+"  -o, --output=FILE   write to FILE instead of standard output (it appears\n"
+"                      only once the stream is complete: a failed or\n"
+"                      interrupted run leaves none, or the previous FILE)\n"
 "  -q, --quiet         no warnings, no summary; errors only\n"
 "  -v, --verbose       report counts and time spent at the end\n"
 "  --zstd=LEVEL        compress payloads with zstd, LEVEL 1..19\n"
@@ -365,8 +363,6 @@ static void parse_options(int argc, char **argv, struct options *o)
 /* Opens the output: -o FILE or standard output, never a terminal. */
 static int open_output(struct run *r)
 {
-	struct stat st;
-
 	if (r->o.co.output == NULL) {
 		/* The records go to a copy of descriptor 1, and 1 itself
 		 * becomes stderr: a codec library that prints to stdout
@@ -382,19 +378,8 @@ static int open_output(struct run *r)
 		return 0;
 	}
 	r->out_name = r->o.co.output;
-	r->fd = open(r->o.co.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		     0666);
-	if (r->fd < 0) {
-		prog_err("unable to open '%s': %s", r->o.co.output,
-			 strerror(errno));
-		return -1;
-	}
-	r->out_is_file = fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (isatty(r->fd)) {
-		prog_err("refusing to write binary records to a terminal");
-		return -1;
-	}
-	return 0;
+	r->fd = prog_open_output(r->o.co.output);
+	return r->fd < 0 ? -1 : 0;
 }
 
 /* Finds the inputs, their labels and splits. */
@@ -707,14 +692,9 @@ static int finish(struct run *r)
 			 writer_why(r->w, err));
 		return -1;
 	}
-	if (close(r->fd) != 0) {
-		r->fd = -1;
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 strerror(errno));
-		return -1;
-	}
+	err = prog_commit_output(r->fd, r->out_name);
 	r->fd = -1;
-	return 0;
+	return err ? -1 : 0;
 }
 
 static void report(const struct run *r)
@@ -738,7 +718,7 @@ static void report(const struct run *r)
 			  (unsigned long long)r->clipped);
 }
 
-static void cleanup(struct run *r, int failed)
+static void cleanup(struct run *r)
 {
 	pool_stop(r->pool, NULL, NULL, NULL);
 	rec_writer_close(r->w);
@@ -749,10 +729,7 @@ static void cleanup(struct run *r, int failed)
 	free(r->rate_from);
 	free(r->first_bad);
 	free(r->o.excludes);
-	if (r->fd >= 0)
-		close(r->fd);
-	if (failed && r->out_is_file)
-		unlink(r->o.co.output);
+	prog_abort_output(r->fd);
 }
 
 int main(int argc, char **argv)
@@ -783,6 +760,6 @@ int main(int argc, char **argv)
 	report(&r);
 	failed = 0;
 out:
-	cleanup(&r, failed);
+	cleanup(&r);
 	return failed ? EXIT_FAIL : EXIT_OK;
 }

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "../common/prog.h"
+#include "prog.h"
 
 static const int caught_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM };
 
@@ -24,13 +24,14 @@ static struct {
 	char target[PATH_MAX];
 	char dir[PATH_MAX];    /* target's folder */
 	char base[NAME_MAX + 1];
-	char h5path[PATH_MAX]; /* the temporary file */
+	char tmp[PATH_MAX];    /* the temporary file */
 	int fd;                /* our descriptor of it, for fsync */
 	int dir_fd;
 	int no_clobber;
+	pid_t owner;           /* the process that made the file */
 } out = { .fd = -1, .dir_fd = -1 };
 
-/* Whether out.h5path names a file of ours that the signal handler must
+/* Whether out.tmp names a file of ours that the signal handler must
  * remove. Changed only with the signals blocked. */
 static volatile sig_atomic_t have_temp;
 
@@ -39,7 +40,7 @@ static void on_signal(int sig)
 	int saved = errno;
 
 	if (have_temp)
-		unlink(out.h5path);
+		unlink(out.tmp);
 	signal(sig, SIG_DFL);
 	raise(sig);
 	errno = saved;
@@ -82,9 +83,18 @@ static void remove_temp(void)
 
 	block_signals(&old);
 	if (have_temp)
-		unlink(out.h5path);
+		unlink(out.tmp);
 	have_temp = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A run that exits before its commit (an error deep in a library, a
+ * failing thread) leaves no temporary file either. A child process that
+ * exits does not remove its parent's. */
+static void at_exit(void)
+{
+	if (getpid() == out.owner)
+		remove_temp();
 }
 
 static int split_target(const char *target)
@@ -149,17 +159,18 @@ static unsigned long host_tag(void)
 	return h;
 }
 
-/* The prefix of our temporary files' names: .BASE.h5pack- */
+/* The prefix of our temporary files' names: .BASE.PROG- */
 static int temp_prefix(char *buf, size_t size)
 {
-	return snprintf(buf, size, ".%s.h5pack-", out.base) < (int)size ? 0
-									: -1;
+	int n = snprintf(buf, size, ".%s.%s-", out.base, prog_name);
+
+	return n >= 0 && n < (int)size ? 0 : -1;
 }
 
 /*
  * Removes temporary files that earlier runs for the same target left
  * behind when they were killed with SIGKILL (no handler runs then) or
- * crashed: .BASE.h5pack-PID-HOST.XXXXXX made on this machine by a process
+ * crashed: .BASE.PROG-PID-HOST.XXXXXX made on this machine by a process
  * that no longer exists. A live process's file, or another machine's, is
  * left alone.
  */
@@ -188,9 +199,9 @@ static void remove_stale_temps(void)
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (unlinkat(out.dir_fd, e->d_name, 0) == 0)
-			prog_warn("removed '%s/%s', left by h5pack process %lu, "
+			prog_warn("removed '%s/%s', left by %s process %lu, "
 				  "which was killed before it could",
-				  out.dir, e->d_name, pid);
+				  out.dir, e->d_name, prog_name, pid);
 	}
 	closedir(d);
 }
@@ -204,16 +215,16 @@ static int open_temp(void)
 
 	umask(mask);
 	if (temp_prefix(prefix, sizeof(prefix)) < 0 ||
-	    snprintf(out.h5path, sizeof(out.h5path), "%s/%s%ld-%08lx.XXXXXX",
+	    snprintf(out.tmp, sizeof(out.tmp), "%s/%s%ld-%08lx.XXXXXX",
 		     out.dir, prefix, (long)getpid(), host_tag()) >=
-		    (int)sizeof(out.h5path)) {
+		    (int)sizeof(out.tmp)) {
 		prog_err("output name too long: '%s'", out.target);
 		return -1;
 	}
 	/* no signal between creating the file and recording that it is
 	 * ours to remove */
 	block_signals(&old);
-	fd = mkstemp(out.h5path);
+	fd = mkstemp(out.tmp);
 	have_temp = fd >= 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (fd < 0) {
@@ -222,7 +233,7 @@ static int open_temp(void)
 		return -1;
 	}
 	if (fchmod(fd, 0666 & ~mask) != 0) {
-		prog_err("unable to set the mode of '%s': %s", out.h5path,
+		prog_err("unable to set the mode of '%s': %s", out.tmp,
 			 strerror(errno));
 		close(fd);
 		remove_temp();
@@ -239,11 +250,14 @@ int outfile_open(const char *target, int no_clobber)
 		return -1;
 	out.dir_fd = open(out.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (out.dir_fd < 0) {
-		prog_err("unable to open folder '%s': %s", out.dir,
+		prog_err("unable to open '%s': %s", out.target,
 			 strerror(errno));
 		return -1;
 	}
 	install_handlers();
+	if (!out.owner)
+		atexit(at_exit);
+	out.owner = getpid();
 	remove_stale_temps();
 	if (open_temp() == 0)
 		return 0;
@@ -254,19 +268,24 @@ int outfile_open(const char *target, int no_clobber)
 
 const char *outfile_path(void)
 {
-	return out.h5path;
+	return out.tmp;
+}
+
+int outfile_fd(void)
+{
+	return out.fd;
 }
 
 /* Gives the synced temporary file the target's name. */
 static int put_in_place(void)
 {
 	if (!out.no_clobber)
-		return rename(out.h5path, out.target);
+		return rename(out.tmp, out.target);
 	/* link() refuses an existing target, atomically */
-	if (link(out.h5path, out.target) != 0)
+	if (link(out.tmp, out.target) != 0)
 		return -1;
-	if (unlink(out.h5path) != 0)
-		prog_warn("unable to remove '%s': %s", out.h5path,
+	if (unlink(out.tmp) != 0)
+		prog_warn("unable to remove '%s': %s", out.tmp,
 			  strerror(errno));
 	return 0;
 }
