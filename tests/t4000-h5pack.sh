@@ -127,17 +127,33 @@ test_expect_success 'file names with spaces, newlines, bytes not UTF-8' '
 	$CHECK odd.rec odd.h5
 '
 
-test_expect_success 'an empty stream gives a valid file with empty tables' '
+test_expect_success 'a stream of no clips: exit 1, no file, the old one kept' '
 	$MK --clips 0 >e.rec &&
-	h5pack -o e.h5 e.rec 2>e.err &&
-	$CHECK e.rec e.h5 &&
-	test_grep "wrote .e.h5.: 0 training, 0 validation, 0 testing rows from 0 clips, 0 skipped" e.err
+	$MK --clips 2 >prev.rec &&
+	h5pack -q -o e.h5 prev.rec &&
+	cp e.h5 prev.h5 &&
+	test_expect_code 1 h5pack -o e.h5 e.rec 2>err &&
+	echo "h5pack: the stream holds no clips: not writing '"'"'e.h5'"'"'" >want &&
+	test_cmp want err &&
+	cmp e.h5 prev.h5 &&
+	test_expect_code 1 h5pack -o e2.h5 e.rec &&
+	test ! -e e2.h5 &&
+	test -z "$(ls -A | grep "^\.e")"
 '
 
-test_expect_success 'only skipped inputs' '
+test_expect_success 'only skipped inputs: exit 1 in one line, no file' '
 	$MK --clips 3 --skip 0,1,2 >s.rec &&
-	h5pack -q -o s.h5 s.rec &&
-	$CHECK s.rec s.h5
+	test_expect_code 1 h5pack -o s.h5 s.rec 2>err &&
+	test $(wc -l <err) -eq 1 &&
+	test_grep "^h5pack: no clip was usable: all 3 inputs were skipped (why: .*recdump.*); not writing .s.h5.$" err &&
+	test ! -e s.h5 &&
+	test -z "$(ls -A | grep "^\.s")"
+'
+
+test_expect_success 'some inputs skipped, one usable: written, exit 0' '
+	$MK --clips 3 --skip 0,2 >s1.rec &&
+	h5pack -q -o s1.h5 s1.rec &&
+	$CHECK s1.rec s1.h5
 '
 
 test_expect_success 'many rows across many chunks and batches' '

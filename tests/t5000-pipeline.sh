@@ -78,6 +78,19 @@ sys.exit(0 if p == [\"word1/broken_nohash_0.wav\"] else str(p))
 "
 '
 
+test_expect_success 'no usable input: the stages exit 0, h5pack 1 and no file' '
+	mkdir -p NONE/word1 &&
+	printf "not audio" >NONE/word1/a.wav &&
+	printf "nor this" >NONE/word1/b.wav &&
+	wavcat --rate 4096 --duration 2 NONE/ >none.rec 2>w.err &&
+	test_grep "a.wav" w.err &&
+	$PIPE_S <none.rec >none-s.rec &&
+	$PIPE_G <none-s.rec >none-g.rec &&
+	test_expect_code 1 h5pack -o none.h5 <none-g.rec 2>h.err &&
+	test_grep "no clip was usable: all 2 inputs were skipped" h.err &&
+	test ! -e none.h5
+'
+
 test_expect_success 'a failing stage leaves no dataset and fails the pipeline' '
 	cp out.h5 keep.h5 &&
 	cat >fail.sh <<-\EOS &&

@@ -110,9 +110,10 @@ static void usage(FILE *f)
 "With a terminal on standard error a progress line shows clips done of\n"
 "those announced, the rate and the time left.\n"
 "\n"
-"Exit status: 0 written, 1 failure (bad or truncated stream, write error;\n"
-"no OUT.h5 written), 2 usage error. Killed by SIGINT, SIGTERM, SIGHUP or\n"
-"SIGQUIT it removes its temporary file and dies of the signal.\n"
+"Exit status: 0 written, 1 failure (bad or truncated stream, write error,\n"
+"a stream without a usable clip; no OUT.h5 written), 2 usage error.\n"
+"Killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT it removes its temporary\n"
+"file and dies of the signal.\n"
 "\n"
 "Examples:\n"
 "  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
@@ -365,6 +366,28 @@ static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 	return ret;
 }
 
+/* A file without a single row is no dataset: refuse it, so that a run in
+ * which every input was unusable fails (the stages before h5pack exit 0,
+ * since one shard of many may hold none). */
+static int check_usable(const h5out *h, const char *name)
+{
+	struct h5out_counts c;
+	uint64_t rows = 0;
+
+	h5out_counts(h, &c);
+	for (int s = 0; s < 4; s++)
+		rows += c.rows[s];
+	if (rows)
+		return 0;
+	if (!c.clips)
+		prog_err("the stream holds no clips: not writing '%s'", name);
+	else
+		prog_err("no clip was usable: all %" PRIu64 " inputs were "
+			 "skipped (why: the warnings above, or recdump of the "
+			 "stream); not writing '%s'", c.skipped, name);
+	return -1;
+}
+
 static void summary(const char *name, const h5out *h)
 {
 	static const char *const names[4] = {
@@ -490,7 +513,8 @@ static int run(const struct options *o, int argc, char **argv)
 	progress_init(&p, ho.clips_expected);
 	err = pack_records(r, h, &p, &st);
 	progress_end(&p);
-	if (err || h5out_finish(h, hdr) || outfile_commit())
+	if (err || h5out_finish(h, hdr) || check_usable(h, o->co.output) ||
+	    outfile_commit())
 		goto out;
 	have_out = 0;
 	report(r, h, prog_now() - t_start, o->co.output);
