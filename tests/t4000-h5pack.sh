@@ -4,6 +4,7 @@ test_description='h5pack: the dataset layout, checked against the input'
 
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
 CHECK="$PYTHON $TEST_DIRECTORY/py/h5pack_check.py"
+CHUNKS="$PYTHON $TEST_DIRECTORY/py/h5pack_chunks.py"
 
 # count WHAT STREAM: records of the stream (Python's reading of it).
 count() {
@@ -165,6 +166,52 @@ import h5py
 d = h5py.File(\"m.h5\")[\"training/features\"]
 assert d.chunks == (16, 32, 4), d.chunks
 assert d.shape[0] > 8 * 16, d.shape"
+'
+
+# Speech Commands' shape: 40x101 f16 rows, 129 a 1 MiB chunk, some 130
+# rows a group. A group's last features chunk is stored whole (up to a
+# chunk of padding a group: the allowance), but the per-row columns get
+# chunks no bigger than the clips the header announces.
+test_expect_success 'a small dataset is not mostly padding' '
+	$MK --clips 400 --shape 40,101 --length-key duration --len 16000 \
+		--seed 3 >sc.rec &&
+	h5pack -q -o sc.h5 sc.rec &&
+	$CHECK sc.rec sc.h5 &&
+	$CHUNKS padding sc.h5 1.3 $((3 * 129 * 8080 + 65536)) &&
+	$PYTHON -c "
+import h5py
+f = h5py.File(\"sc.h5\")
+for g in (\"training\", \"validation\", \"testing\"):
+    assert f[g][\"features\"].chunks == (129, 40, 101)
+    for c in (\"label\", \"clip\", \"segment\", \"offset\"):
+        assert f[g][c].chunks == (400,), (g, c, f[g][c].chunks)"
+'
+
+# chunk_rows FILE: the chunk rows of training/label.
+chunk_rows() {
+	$PYTHON -c "import h5py; print(h5py.File(\"$1\")[\"training/label\"].chunks[0])"
+}
+
+test_expect_success 'windows per clip bound the chunks; big streams get large ones' '
+	seg="--length-key duration --len 16000 --header segment_len=512" &&
+	seg="$seg --header segment_hop=512" &&
+	$MK $seg --header "stage=segment 0.1.0	segment --len 512" \
+		--clips 200 --rows 2 >w1.rec &&
+	h5pack -q --chunk-size 4K -o w1.h5 w1.rec &&
+	$CHECK w1.rec w1.h5 &&
+	echo 6400 >want && chunk_rows w1.h5 >got && test_cmp want got &&
+	$MK $seg --header "stage=segment 0.1.0	segment --len 512" \
+		--clips 3000 --rows 2 >w2.rec &&
+	h5pack -q --chunk-size 4K -o w2.h5 w2.rec &&
+	echo 65536 >want && chunk_rows w2.h5 >got && test_cmp want got &&
+	# two segment stages, or no duration: not known, the largest chunks
+	$MK $seg --header "stage=segment 0.1.0	segment --len 1024" \
+		--header "stage=segment 0.1.0	segment --len 512" \
+		--clips 200 --rows 2 >w3.rec &&
+	h5pack -q --chunk-size 4K -o w3.h5 w3.rec &&
+	chunk_rows w3.h5 >got && test_cmp want got &&
+	h5pack -q --chunk-size 4K -o m3.h5 m.rec &&
+	chunk_rows m3.h5 >got && test_cmp want got
 '
 
 test_expect_success 'the summary line counts rows per split, clips, skipped' '

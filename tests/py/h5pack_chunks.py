@@ -22,6 +22,12 @@
         chunk shape and level) give the same bytes for every whole chunk:
         what h5pack's threads write is what the library would have.
 
+    h5pack_chunks.py padding FILE.h5 RATIO OVERHEAD
+        the file is not mostly padding: its size is at most RATIO times
+        the bytes its datasets hold (a string counted as its bytes and a
+        16-byte heap reference), plus OVERHEAD bytes (object headers,
+        chunk indexes, the attributes).
+
 Exit status 0 when the check holds; 1 with the first difference.
 """
 import ctypes
@@ -197,6 +203,23 @@ def cmd_library(packed, method, level):
     print(f"library: {compared} whole chunks the same")
 
 
+def data_bytes(d):
+    if h5py.check_string_dtype(d.dtype):
+        return sum(16 + len(x) for x in d[...].tolist())
+    return d.size * d.dtype.itemsize
+
+
+def cmd_padding(path, ratio, overhead):
+    import os
+    with h5py.File(path, "r") as f:
+        held = sum(data_bytes(f[n]) for n in datasets(f))
+    size = os.path.getsize(path)
+    print(f"padding: {size} bytes of file, {held} of data")
+    if size > ratio * held + overhead:
+        fail(f"{path}: {size} bytes for {held} bytes of data: more than "
+             f"{ratio} times the data + {overhead}")
+
+
 def main(argv):
     if len(argv) >= 3 and argv[0] == "same":
         cmd_same(argv[1:])
@@ -204,9 +227,11 @@ def main(argv):
         cmd_decode(argv[1], argv[2], argv[3])
     elif len(argv) == 4 and argv[0] == "library":
         cmd_library(argv[1], argv[2], int(argv[3]))
+    elif len(argv) == 4 and argv[0] == "padding":
+        cmd_padding(argv[1], float(argv[2]), int(argv[3]))
     else:
         fail("usage: same A B... | decode PLAIN PACKED METHOD | "
-             "library PACKED METHOD LEVEL")
+             "library PACKED METHOD LEVEL | padding FILE RATIO OVERHEAD")
 
 
 if __name__ == "__main__":

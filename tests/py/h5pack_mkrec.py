@@ -291,6 +291,8 @@ def make_items(a, rng, nrng):
             continue
         m, fr = a.shape
         for s in range(rng.randint(*a.rows)):
+            if a.frames:
+                fr = rng.randint(*a.frames)
             shape = (m, fr + 1) if c == a.bad_shape and s == 0 else (m, fr)
             vals = nrng.normal(0, 20, shape) - 40
             items.append(dict(base, type=T_FEATURES, dtype=dt,
@@ -303,6 +305,7 @@ def header_pairs(a, labels):
     pairs = [("producer", "h5pack_mkrec 1"), ("kind", a.kind),
              ("sample_rate", a.rate), ("dtype", a.dtype)]
     pairs += [("label", lab) for lab in labels]
+    pairs += length_pairs(a)
     pairs += [("splits", "hash:10:10" if a.splits == "hash" else "none")]
     if not a.no_clips:
         pairs.append(("clips", a.clips if a.announce is None else
@@ -314,6 +317,27 @@ def header_pairs(a, labels):
     pairs += [("stage", "wavcat 0.1.0\twavcat --rate %d DATA/" % a.rate)]
     pairs += [tuple(kv.split("=", 1)) for kv in a.header]
     return pairs
+
+
+def length_pairs(a):
+    """The header key that fixes the records' length (formats/hdf5.md:
+    h5pack stores a stream without one ragged). auto: segment_len for
+    features of one shape, duration for audio clips of one length,
+    none when they vary (--frames, --len MIN:MAX, --lengths)."""
+    key = a.length_key
+    fixed_len = (a.lengths is None and a.len_range[0] == a.len_range[1]) \
+        or (a.lengths is not None and len(set(a.lengths)) == 1)
+    if key == "auto":
+        if a.kind == "features":
+            key = "none" if a.frames else "segment_len"
+        else:
+            key = "duration" if fixed_len else "none"
+    if key == "segment_len":
+        return [("segment_len", a.hop), ("segment_hop", a.hop)]
+    if key == "duration":
+        return [("duration", a.lengths[0] if a.lengths else
+                 a.len_range[1])]
+    return []
 
 
 def pair(s):
@@ -333,6 +357,13 @@ def main():
                    default=(32, 1), help="features: n_mels,n_frames")
     p.add_argument("--rows", type=pair, default=(1, 1),
                    help="features records per clip: N or MIN:MAX")
+    p.add_argument("--frames", type=pair, default=None,
+                   help="features: frames per record, N or MIN:MAX "
+                   "(instead of --shape's; a ragged stream)")
+    p.add_argument("--length-key", default="auto",
+                   choices=["auto", "segment_len", "duration", "none"],
+                   help="header key fixing the records' length (auto: "
+                   "the one that fits, none when lengths vary)")
     p.add_argument("--hop", type=int, default=512,
                    help="sample offset between a clip's features records")
     p.add_argument("--len", dest="len_range", type=pair, default=(1000, 5000),

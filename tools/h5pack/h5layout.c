@@ -141,7 +141,10 @@ int alloc_buffers(h5out *h, struct group *g)
 /* The datasets are made at a group's first write: when that is its last
  * one too, the group's size is known and a small group gets chunks no
  * bigger than itself instead of a mostly empty 1 MiB chunk per dataset.
- * total: the group's row count if known, else 0.
+ * total: the group's row count if known, else 0. The per-row columns'
+ * chunks are no bigger than the rows the header lets the stream have
+ * either: a group that fills a few features chunks would otherwise get
+ * 65,536-row chunks of columns, mostly padding in a small file.
  *
  * Chunk caches: features are written in whole chunks (only the group's
  * last chunk is partial, and written once), so uncompressed they go
@@ -160,6 +163,8 @@ int make_row_datasets(h5out *h, struct group *g, hsize_t total)
 	hsize_t rows = h->chunk_rows, col = COLUMN_CHUNK;
 	size_t cf, c4, c8;
 
+	if (h->o.rows_expected && h->o.rows_expected < col)
+		col = h->o.rows_expected;
 	if (total) {
 		rows = rows < total ? rows : total;
 		col = col < total ? col : total;

@@ -25,6 +25,7 @@ struct h5out_opts {
 	int dtype;               /* element type every record must have */
 	int splits;              /* training/validation/testing groups */
 	uint64_t clips_expected; /* the header's clips; 0 when unknown */
+	uint64_t rows_expected;  /* rows of the stream at most; 0: unknown */
 	size_t chunk_bytes;      /* target size of a features chunk */
 	size_t jobs;             /* threads compressing whole features
 				    chunks (the file is the same for any

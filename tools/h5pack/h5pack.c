@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../lib/opt.h"
 #include "../../lib/rec.h"
 #include "../common/opts.h"
 #include "../common/prog.h"
@@ -249,6 +250,51 @@ static void progress_end(struct progress *p)
 
 /* ------------------------------------------------------------------ */
 
+/* A number of the header, or 0 when it is absent or not a number. */
+static uint64_t header_u64(const rec_header *hdr, const char *key)
+{
+	const char *v = rec_header_get(hdr, key);
+	uint64_t n;
+
+	if (!v || opt_parse_u64(v, 0, UINT64_MAX, 0, &n))
+		return 0;
+	return n;
+}
+
+static size_t segment_stages(const rec_header *hdr)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rec_header_count(hdr, "stage"); i++)
+		if (!strncmp(rec_header_get_nth(hdr, "stage", i), "segment ", 8))
+			n++;
+	return n;
+}
+
+/*
+ * At most how many rows the stream gives, as its header tells, or 0 when
+ * it does not: the per-row datasets get chunks no bigger (formats/hdf5.md).
+ * Unsegmented, a record a clip. Windows of one segment stage (length L,
+ * hop H) over clips of D samples: 1 + ceil((D - L) / H) a clip at most, a
+ * padded or kept last window included. Several segment stages, or clips
+ * of any length: not known.
+ */
+static uint64_t rows_expected(const rec_header *hdr, uint64_t clips)
+{
+	uint64_t len = header_u64(hdr, "segment_len");
+	uint64_t hop = header_u64(hdr, "segment_hop");
+	uint64_t dur = header_u64(hdr, "duration");
+	uint64_t per_clip;
+
+	if (!rec_header_get(hdr, "segment_len"))
+		return clips;
+	if (!len || !hop || !dur || segment_stages(hdr) != 1)
+		return 0;
+	per_clip = 1 + (dur > len ? (dur - len + hop - 1) / hop : 0);
+	return per_clip > UINT64_MAX / (clips ? clips : 1) ? 0
+							   : clips * per_clip;
+}
+
 /* The writer's settings from the stream header; -1 on a stream h5pack
  * cannot turn into a dataset. */
 static int stream_settings(const rec_header *hdr, const char *in_name,
@@ -286,6 +332,7 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 			return -1;
 		}
 	}
+	ho->rows_expected = rows_expected(hdr, ho->clips_expected);
 	ho->compress = o->compress;
 	ho->level = o->level;
 	ho->chunk_bytes = o->chunk_bytes;
