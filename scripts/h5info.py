@@ -99,7 +99,10 @@ def main(argv):
             lab = g["label"][()]
             counts = np.bincount(lab[lab >= 0], minlength=len(labels))
             per = ", ".join(f"{labels[i]} {c}" for i, c in enumerate(counts))
-            print(f"  {name}: features {feats.shape} {feats.dtype}, "
+            # the ragged layout: rows of any length, frames [F, width]
+            rag = (f" ragged ({g['start'].shape[0]} rows of "
+                   f"{feats.shape[0]} frames)" if "start" in g else "")
+            print(f"  {name}: features {feats.shape} {feats.dtype}{rag}, "
                   f"{len(np.unique(g['clip'][()]))} clips; {per}")
             if feats.shape[0]:
                 x = feats[: min(feats.shape[0], 1000)].astype(np.float32)

@@ -87,6 +87,93 @@ for k in x:
 "
 '
 
+test_expect_success 'fixed-length streams: the fixed layout, said so' '
+	$PYTHON -c "
+import h5py
+for name in (\"f16.h5\", \"a.h5\", \"w.h5\"):
+    f = h5py.File(name)
+    assert f.attrs[\"layout\"] == \"fixed\", name
+    assert f.attrs[\"melpipe_hdf5_version\"] == 2, name
+    assert f[\"training/features\"].attrs[\"layout\"] == \"fixed\", name
+    assert \"start\" not in f[\"training\"], name"
+'
+
+test_expect_success 'clips of different lengths, every element type: ragged' '
+	for dt in s16 f32 f16 bf16; do
+		$MK --dtype $dt --clips 40 --frames 1:90 --shape 24,1 \
+			--skip 3,17 --seed 8 >r_$dt.rec &&
+		h5pack -q -o r_$dt.h5 r_$dt.rec &&
+		$CHECK r_$dt.rec r_$dt.h5 || exit 1
+	done
+'
+
+test_expect_success 'ragged: frame-major features, a row a contiguous slice' '
+	$PYTHON -c "
+import sys; sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import h5pack_mkrec as m, h5py, numpy as np
+_, items, _ = m.read_stream(open(\"r_f32.rec\", \"rb\").read())
+rows = [it for it in items if it[\"type\"] == 3 and it[\"split\"] == 1]
+f = h5py.File(\"r_f32.h5\")
+assert f.attrs[\"layout\"] == \"ragged\"
+assert f.attrs[\"melpipe_hdf5_version\"] == 2
+g = f[\"training\"]
+assert g[\"features\"].attrs[\"layout\"] == \"ragged\"
+assert g[\"features\"].shape == (sum(it[\"dim1\"] for it in rows), 24)
+assert g[\"start\"].dtype == np.int64 and g[\"n_frames\"].dtype == np.int32
+# formats/hdf5.md: reading a row
+i = 2
+start, n = g[\"start\"][i], g[\"n_frames\"][i]
+x = g[\"features\"][start:start + n].T
+assert x.shape == (24, rows[i][\"dim1\"])
+assert np.array_equal(x, m.values(rows[i]))"
+'
+
+test_expect_success 'ragged, one frame records and a clip of many chunks' '
+	$MK --clips 30 --frames 1:3 --shape 40,1 --seed 4 >r1.rec &&
+	h5pack -q --chunk-size 4K -o r1.h5 r1.rec &&
+	$CHECK r1.rec r1.h5 &&
+	$MK --clips 6 --frames 400:900 --shape 40,1 --seed 4 >rl.rec &&
+	h5pack -q --chunk-size 4K -o rl.h5 rl.rec &&
+	$CHECK rl.rec rl.h5 &&
+	$PYTHON -c "
+import h5py
+d = h5py.File(\"rl.h5\")[\"training\"][\"features\"]
+assert d.chunks == (51, 40), d.chunks"
+'
+
+test_expect_success 'audio clips of different lengths: ragged samples' '
+	$MK --kind audio --len 100:3000 --clips 12 --skip 4 --seed 5 >ra.rec &&
+	h5pack -q -o ra.h5 ra.rec &&
+	$CHECK ra.rec ra.h5 &&
+	$MK --kind audio --channels 2 --dtype f32 --len 10:900 --clips 9 \
+		--seed 6 >ra2.rec &&
+	h5pack -q --chunk-size 4K -o ra2.h5 ra2.rec &&
+	$CHECK ra2.rec ra2.h5 &&
+	$PYTHON -c "
+import h5py
+a, b = h5py.File(\"ra.h5\"), h5py.File(\"ra2.h5\")
+assert a[\"training/features\"].ndim == 1
+assert b[\"training/features\"].ndim == 2
+assert b[\"training/features\"].shape[1] == 2
+assert a.attrs[\"layout\"] == b.attrs[\"layout\"] == \"ragged\""
+'
+
+test_expect_success 'ragged: a record of another width: exit 1 naming it' '
+	$MK --clips 6 --frames 2:9 --bad-shape 4 --shape 40,1 --length-key none \
+		>rb.rec &&
+	h5pack -q -o rb0.h5 rb.rec &&
+	$PYTHON -c "
+import sys; sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import h5pack_mkrec as m
+p, items, _ = m.read_stream(open(\"rb.rec\", \"rb\").read())
+items[3][\"dim0\"] = 20
+items[3][\"dim1\"] *= 2
+m.write_stream(open(\"rw.rec\", \"wb\"), p, items)" &&
+	test_expect_code 1 h5pack -o rw.h5 rw.rec 2>err &&
+	test_grep "clip_0003.wav.: 20 mels, but the first record (.*) has 40" err &&
+	test ! -e rw.h5
+'
+
 test_expect_success 'no splits: one group named all' '
 	$MK --splits none --clips 12 --rows 2 >n.rec &&
 	h5pack -q -o n.h5 n.rec &&

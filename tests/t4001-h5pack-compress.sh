@@ -39,6 +39,15 @@ test_expect_success 'zstd, zstd:1, zstd:19: filter 32015, read with hdf5plugin' 
 	test_grep "PARAMS { 3 }" p.txt
 '
 
+test_expect_success 'clips of different lengths (ragged) under each method' '
+	$MK --clips 120 --frames 1:200 --shape 32,1 --skip 5 --seed 12 >r.rec &&
+	for c in none gzip zstd; do
+		h5pack -q -c $c -o r-$c.h5 r.rec &&
+		$CHECK --filter $c r.rec r-$c.h5 || exit 1
+	done &&
+	test $(wc -c <r-zstd.h5) -lt $(wc -c <r-none.h5)
+'
+
 test_expect_success 'zstd: plain h5py reads it through HDF5_PLUGIN_PATH' '
 	HDF5_PLUGIN_PATH=$PLUGINS $CHECK --reader plain --filter zstd \
 		f.rec z_19.h5 &&

@@ -6,21 +6,28 @@ MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
 CHECK="$PYTHON $TEST_DIRECTORY/py/h5pack_check.py"
 CHUNKS="$PYTHON $TEST_DIRECTORY/py/h5pack_chunks.py"
 PLUGINS=$MELPIPE_BIN/plugins
+STREAMS="f16 f32 s16 r16 ra16"
 
 # Small chunks (4K) so that every group fills many whole chunks, which
 # the threads compress, and ends in a partial one, which the library
 # does: f16 rows of 240 bytes (17 a chunk), f32 rows of 384 bytes (10),
-# s16 audio rows of 8,000 bytes (a chunk each). The f16 stream has more
+# s16 audio rows of 8,000 bytes (a chunk each); ragged f16 frames of 80
+# bytes (51 a chunk), a clip's frames often across two chunks, and ragged
+# s16 audio, a clip of many chunks. The f16 stream has more
 # clips than a block of /clips (4,096), whose write lands between chunks:
 # the files are the same only if every --jobs writes in the same order.
-test_expect_success 'set up streams: f16 and f32 features, s16 audio' '
+test_expect_success 'set up streams: f16 and f32 features, s16 audio, ragged' '
 	$MK --dtype f16 --clips 5000 --rows 1:2 --shape 40,3 --skip 5,77 \
 		--seed 21 >f16.rec &&
 	$MK --dtype f32 --clips 300 --rows 1:6 --shape 32,3 --seed 22 \
 		>f32.rec &&
 	$MK --kind audio --dtype s16 --clips 150 --lengths 4000 --seed 23 \
 		>s16.rec &&
-	for s in f16 f32 s16; do
+	$MK --dtype f16 --clips 600 --frames 1:90 --shape 40,1 --skip 5 \
+		--seed 24 >r16.rec &&
+	$MK --kind audio --dtype s16 --clips 40 --len 100:9000 --seed 25 \
+		>ra16.rec &&
+	for s in $STREAMS; do
 		h5pack -q -c none --chunk-size 4K -o $s-none.h5 $s.rec || exit 1
 	done
 '
@@ -37,20 +44,20 @@ packed() {
 for m in gzip:6 zstd:5; do
 	method=${m%:*} level=${m#*:}
 	test_expect_success "$m: every --jobs writes the stream's rows" '
-		packed f16 $method $level &&
-		packed f32 $method $level &&
-		packed s16 $method $level
+		for s in $STREAMS; do
+			packed $s $method $level || exit 1
+		done
 	'
 
 	test_expect_success "$m: the file is the same for any --jobs" '
-		for s in f16 f32 s16; do
+		for s in $STREAMS; do
 			$CHUNKS same $s-$method-1.h5 $s-$method-3.h5 \
 				$s-$method-8.h5 || exit 1
 		done
 	'
 
 	test_expect_success "$m: chunks decode by the filters' definitions" '
-		for s in f16 f32 s16; do
+		for s in $STREAMS; do
 			$CHUNKS decode $s-none.h5 $s-$method-3.h5 $method ||
 				exit 1
 		done &&
@@ -60,7 +67,7 @@ for m in gzip:6 zstd:5; do
 	'
 
 	test_expect_success "$m: chunks are what the library's filters make" '
-		for s in f16 f32 s16; do
+		for s in $STREAMS; do
 			HDF5_PLUGIN_PATH=$PLUGINS $CHUNKS library \
 				$s-$method-8.h5 $method $level || exit 1
 		done

@@ -69,18 +69,79 @@ def check_filter(ds, name):
             ds.name, have, fid))
 
 
+def check_columns(g, gname, rows, filt, names):
+    """The per-row columns: types, filters, values; names lists them."""
+    n = len(rows)
+    expect(sorted(g.keys()) == sorted(names + ["features"]),
+           "%s members %s" % (gname, sorted(g.keys())))
+    for col in names:
+        expect(g[col].shape == (n,), "%s/%s length" % (gname, col))
+        check_filter(g[col], filt)
+    expect(g["label"].dtype == np.int32 and g["clip"].dtype == np.int32 and
+           g["segment"].dtype == np.int32 and g["offset"].dtype == np.int64,
+           "%s: column types" % gname)
+    check_filter(g["features"], filt)
+    for col in ("label", "clip", "segment", "offset"):
+        w = np.array([it[col] for it in rows], dtype=np.int64)
+        expect(n == 0 or (g[col][...] == w).all(),
+               "%s/%s differs" % (gname, col))
+
+
+def as_float64(a, dtype):
+    """Stored or stream elements as float64 (bf16 bits widened)."""
+    if dtype == mk.DTYPES["bf16"] and a.dtype == np.uint16:
+        a = mk.to_f32(a, dtype)
+    return a.astype(np.float64)
+
+
+def check_ragged(f, gname, rows, kind, dtype, filt):
+    """formats/hdf5.md's ragged layout: the items' frames one after
+    another in features [frames, width], start and n_frames per row."""
+    g = f[gname]
+    check_columns(g, gname, rows, filt, ["label", "clip", "segment",
+                                         "offset", "start", "n_frames"])
+    feat = g["features"]
+    expect(feat.attrs["layout"] == "ragged", "%s: layout attr" % gname)
+    expect(feat.attrs["dtype"] == mk.DTYPE_NAMES[dtype], "dtype attr")
+    start, nf = g["start"][...], g["n_frames"][...]
+    expect(g["start"].dtype == np.int64 and g["n_frames"].dtype == np.int32,
+           "%s: start/n_frames types" % gname)
+    audio = kind == "audio"
+    lens = [it["dim0"] if audio else it["dim1"] for it in rows]
+    expect(list(nf) == lens, "%s: n_frames %s, want %s" % (gname,
+                                                           list(nf)[:8],
+                                                           lens[:8]))
+    ends = np.cumsum([0] + lens)
+    expect(list(start) == list(ends[:-1]), "%s: rows not contiguous from "
+           "0: start %s" % (gname, list(start)[:8]))
+    if not rows:
+        return
+    width = rows[0]["dim1"] if audio else rows[0]["dim0"]
+    want_shape = (ends[-1],) if audio and width == 1 else (ends[-1], width)
+    expect(feat.shape == want_shape, "%s: shape %s, want %s" % (
+        gname, feat.shape, want_shape))
+    stored = stored_bits(feat, dtype)  # checks the element type
+    if dtype != mk.DTYPES["bf16"]:
+        stored = stored.view(mk.NP_DTYPE[dtype])
+    for i, it in enumerate(rows):
+        s = stored[start[i]:start[i] + nf[i]]
+        got = s.reshape(nf[i], -1) if audio else s.T
+        want = mk.values(it)
+        expect(np.array_equal(as_float64(got, dtype),
+                              as_float64(want, dtype)),
+               "%s: row %d differs from record '%s'" % (gname, i,
+                                                        it["key"]))
+
+
 def check_group(f, gname, rows, kind, dtype, filt):
     g = f[gname]
     feat = g["features"]
     n = len(rows)
     expect(feat.shape[0] == n, "%s: %d rows, want %d" % (gname,
                                                         feat.shape[0], n))
-    for col in ("label", "clip", "segment", "offset", "features"):
-        expect(g[col].shape[0] == n, "%s/%s length" % (gname, col))
-        check_filter(g[col], filt)
-    expect(g["label"].dtype == np.int32 and g["clip"].dtype == np.int32 and
-           g["segment"].dtype == np.int32 and g["offset"].dtype == np.int64,
-           "%s: column types" % gname)
+    check_columns(g, gname, rows, filt, ["label", "clip", "segment",
+                                         "offset"])
+    expect(feat.attrs["layout"] == "fixed", "%s: layout attr" % gname)
     if n == 0:
         return
     it0 = rows[0]
@@ -96,9 +157,6 @@ def check_group(f, gname, rows, kind, dtype, filt):
     bad = np.nonzero((got != want).any(axis=1))[0]
     expect(len(bad) == 0, "%s: row %s differs from record '%s'" % (
         gname, bad[:1], rows[bad[0]]["key"] if len(bad) else ""))
-    for col in ("label", "clip", "segment", "offset"):
-        w = np.array([it[col] for it in rows])
-        expect((g[col][...] == w).all(), "%s/%s differs" % (gname, col))
     expect(feat.attrs["dtype"] == mk.DTYPE_NAMES[dtype], "dtype attr")
 
 
@@ -148,9 +206,17 @@ def dec(b):
     return b.decode("utf-8", "surrogateescape")
 
 
+def is_ragged(pairs):
+    """formats/hdf5.md: a stream whose header fixes no length."""
+    return (mk.header_get(pairs, "duration") is None and
+            mk.header_get(pairs, "segment_len") is None)
+
+
 def check_attrs(f, pairs):
     a = f.attrs
-    expect(a["melpipe_hdf5_version"] == 1, "version attr")
+    expect(a["melpipe_hdf5_version"] == 2, "version attr")
+    expect(a["layout"] == ("ragged" if is_ragged(pairs) else "fixed"),
+           "layout attr %r" % a["layout"])
     stages = [dec(v) for k, v in pairs if k == b"stage"]
     prov = list(a["provenance"])
     expect(prov[:-1] == stages, "provenance %r != %r" % (prov, stages))
@@ -198,8 +264,9 @@ def check(stream, path, filt):
                                                      sorted(want)))
         for g in want:
             s = GROUPS.index(g)
-            check_group(f, g, [it for it in rows if it["split"] == s], kind,
-                        dtype, filt)
+            (check_ragged if is_ragged(pairs) else check_group)(
+                f, g, [it for it in rows if it["split"] == s], kind, dtype,
+                filt)
         labels = [dec(v) for k, v in pairs if k == b"label"]
         expect([dec(x) for x in f["labels"][...]] == labels, "labels")
         check_clips(f, items, pairs)

@@ -92,7 +92,7 @@ static const char *const float_keys[] = {
  * whose name h5pack's own attributes take. */
 static const char *const list_keys[] = {
 	"label", "stage", "melpipe_hdf5_version", "provenance",
-	"stream_header", NULL
+	"stream_header", "layout", NULL
 };
 
 static int in_list(const char *const *list, const char *key)

@@ -10,6 +10,7 @@
 #include "h5out_priv.h"
 
 #define COLUMN_CHUNK 65536u     /* rows per chunk of the per-row columns */
+#define ITEM_BUFFER 4096u       /* ragged: their rows buffered a group */
 
 static const char *const group_names[4] = {
 	"all", "training", "validation", "testing"
@@ -119,21 +120,41 @@ static hid_t row_dataset(h5out *h, hid_t loc, const char *name, hid_t type,
 			       cache_bytes, &h->o);
 }
 
+/* Rows of a chunk of the per-row columns: no more than the stream can
+ * have, as its header tells. */
+static hsize_t column_chunk(const h5out *h)
+{
+	uint64_t most = h->o.rows_expected;
+
+	return most && most < COLUMN_CHUNK ? most : COLUMN_CHUNK;
+}
+
 int alloc_buffers(h5out *h, struct group *g)
 {
 	/* One chunk of rows: with whole chunks a write goes straight to the
 	 * file, and more only costs memory (eight chunks a write were no
-	 * faster, with or without compression) */
+	 * faster, with or without compression). Ragged, the per-row columns
+	 * are written apart, a fixed number of rows at a time: the memory
+	 * held does not depend on the stream, and the column caches (the
+	 * fixed layout's) complete their chunks. */
 	size_t cap = (size_t)h->chunk_rows;
+	size_t icap = h->o.ragged ? ITEM_BUFFER : cap;
 
 	g->cap = cap;
 	g->features = malloc(cap * (h->row_bytes ? h->row_bytes : 1));
-	g->label = malloc(cap * sizeof(int32_t));
-	g->clip = malloc(cap * sizeof(int32_t));
-	g->segment = malloc(cap * sizeof(int32_t));
-	g->offset = malloc(cap * sizeof(int64_t));
+	g->label = malloc(icap * sizeof(int32_t));
+	g->clip = malloc(icap * sizeof(int32_t));
+	g->segment = malloc(icap * sizeof(int32_t));
+	g->offset = malloc(icap * sizeof(int64_t));
 	if (!g->features || !g->label || !g->clip || !g->segment ||
 	    !g->offset)
+		return h5_oom(h);
+	if (!h->o.ragged)
+		return 0;
+	g->icap = icap;
+	g->start = malloc(icap * sizeof(int64_t));
+	g->n_frames = malloc(icap * sizeof(int32_t));
+	if (!g->start || !g->n_frames)
 		return h5_oom(h);
 	return 0;
 }
@@ -157,18 +178,17 @@ int alloc_buffers(h5out *h, struct group *g)
  * (A cache that fills as the rows come would make the memory held depend
  * on how far a group got: the small validation group fills its first
  * chunk only after some 80,000 clips.) */
-int make_row_datasets(h5out *h, struct group *g, hsize_t total)
+int make_row_datasets(h5out *h, struct group *g, hsize_t total,
+		      hsize_t items)
 {
-	uint32_t row[2] = { h->dim0, h->dim1 };
-	hsize_t rows = h->chunk_rows, col = COLUMN_CHUNK;
+	const uint32_t *row = h->fdim;
+	hsize_t rows = h->chunk_rows, col = column_chunk(h);
 	size_t cf, c4, c8;
 
-	if (h->o.rows_expected && h->o.rows_expected < col)
-		col = h->o.rows_expected;
-	if (total) {
+	if (total)
 		rows = rows < total ? rows : total;
-		col = col < total ? col : total;
-	}
+	if (items)
+		col = col < items ? col : items;
 	cf = (size_t)rows * h->row_bytes;
 	c4 = (size_t)col * 4;
 	c8 = (size_t)col * 8;
@@ -186,6 +206,14 @@ int make_row_datasets(h5out *h, struct group *g, hsize_t total)
 				  col, c8);
 	if (g->d_features < 0 || g->d_label < 0 || g->d_clip < 0 ||
 	    g->d_segment < 0 || g->d_offset < 0)
+		return h5_fail(h, "create the row datasets");
+	if (!h->o.ragged)
+		return 0;
+	g->d_start = row_dataset(h, g->gid, "start", H5T_STD_I64LE, 1, row,
+				 col, c8);
+	g->d_n_frames = row_dataset(h, g->gid, "n_frames", H5T_STD_I32LE, 1,
+				    row, col, c4);
+	if (g->d_start < 0 || g->d_n_frames < 0)
 		return h5_fail(h, "create the row datasets");
 	return 0;
 }
@@ -235,7 +263,8 @@ hid_t split_enum_type(void)
 void close_group(struct group *g)
 {
 	hid_t *ids[] = { &g->d_features, &g->d_label, &g->d_clip,
-			 &g->d_segment, &g->d_offset, &g->gid };
+			 &g->d_segment, &g->d_offset, &g->d_start,
+			 &g->d_n_frames, &g->gid };
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		if (*ids[i] >= 0)
@@ -247,9 +276,11 @@ void close_group(struct group *g)
 	free(g->clip);
 	free(g->segment);
 	free(g->offset);
+	free(g->start);
+	free(g->n_frames);
 	g->features = NULL;
-	g->label = g->clip = g->segment = NULL;
-	g->offset = NULL;
+	g->label = g->clip = g->segment = g->n_frames = NULL;
+	g->offset = g->start = NULL;
 }
 
 /* Closes every object, reporting failures (data is flushed on close). */
@@ -260,7 +291,8 @@ int close_groups(h5out *h)
 	for (int s = 0; s < 4; s++) {
 		struct group *g = &h->groups[s];
 		hid_t *ids[] = { &g->d_features, &g->d_label, &g->d_clip,
-				 &g->d_segment, &g->d_offset, &g->gid };
+				 &g->d_segment, &g->d_offset, &g->d_start,
+				 &g->d_n_frames, &g->gid };
 
 		for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 			if (*ids[i] >= 0 && H5Oclose(*ids[i]) < 0)

@@ -23,7 +23,8 @@
  * column caches fill up to their size as a group's first chunks fill),
  * plus the compression threads' chunks in flight (16 of 1 MiB, each with
  * its output) and a chunk and a compressor each: 60 MiB in all with 2
- * threads, 90 MiB with 16.
+ * threads, 90 MiB with 16. The ragged layout (h5ragged.c) buffers its
+ * per-row columns apart, 128 KiB a group more.
  * Nothing is allocated per record.
  */
 #include "h5out.h"
@@ -37,7 +38,7 @@
 #include "h5attr.h"
 #include "h5out_priv.h"
 
-#define FORMAT_VERSION 1
+#define FORMAT_VERSION 2
 #define METADATA_CACHE (512u << 10) /* bytes of metadata cache */
 
 int h5out_add(h5out *h, const rec_item *it)
@@ -55,21 +56,31 @@ int h5out_add(h5out *h, const rec_item *it)
 /* ------------------------------------------------------------------ */
 /* Attributes */
 
+static const char *layout_name(const h5out *h)
+{
+	return h->o.ragged ? "ragged" : "fixed";
+}
+
 static int write_root_attrs(h5out *h, const rec_header *hdr)
 {
-	if (h5attr_header(h->file, hdr, FORMAT_VERSION))
+	if (h5attr_header(h->file, hdr, FORMAT_VERSION) ||
+	    h5attr_string(h->file, "layout", layout_name(h)))
 		return h5_fail(h, "write the attributes");
 	return 0;
 }
 
-static int write_dtype_attrs(h5out *h)
+static int write_features_attrs(h5out *h)
 {
 	const char *dt = rec_dtype_name(h->o.dtype);
 
-	for (int s = 0; s < 4; s++)
+	for (int s = 0; s < 4; s++) {
+		hid_t d = h->groups[s].d_features;
+
 		if (h->has_group[s] &&
-		    h5attr_string(h->groups[s].d_features, "dtype", dt))
+		    (h5attr_string(d, "dtype", dt) ||
+		     h5attr_string(d, "layout", layout_name(h))))
 			return h5_fail(h, "write the attributes");
+	}
 	return 0;
 }
 
@@ -83,7 +94,9 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	if (!h->shape_known && set_shape(h, NULL))
 		goto out;
 	for (int s = 0; s < 4; s++)
-		if (h->has_group[s] && flush_group(h, &h->groups[s], 1))
+		if (h->has_group[s] &&
+		    (h->o.ragged ? flush_ragged(h, &h->groups[s], 1)
+				 : flush_group(h, &h->groups[s], 1)))
 			goto out;
 	if (drain_chunks(h))
 		goto out;
@@ -91,7 +104,7 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	chunkpool_stop(h->pool);
 	h->pool = NULL;
 	if (write_labels(h, hdr) || table_flush(h, &h->clips, 1) ||
-	    table_flush(h, &h->skipped, 1) || write_dtype_attrs(h) ||
+	    table_flush(h, &h->skipped, 1) || write_features_attrs(h) ||
 	    write_root_attrs(h, hdr) || close_groups(h) ||
 	    table_close(h, &h->clips) || table_close(h, &h->skipped))
 		goto out;
@@ -207,6 +220,7 @@ int h5out_create(h5out **out, const char *path, const char *name,
 
 		g->gid = g->d_features = g->d_label = g->d_clip = NO_ID;
 		g->d_segment = g->d_offset = NO_ID;
+		g->d_start = g->d_n_frames = NO_ID;
 	}
 	h->clips.gid = h->skipped.gid = NO_ID;
 	h->ftype = element_type(o->dtype);
@@ -252,7 +266,7 @@ void h5out_counts(const h5out *h, struct h5out_counts *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (int s = 0; s < 4; s++) {
-		c->rows[s] = h->groups[s].rows + h->groups[s].n;
+		c->rows[s] = group_rows(h, &h->groups[s]);
 		c->has_group[s] = h->has_group[s];
 	}
 	c->clips = h->n_clips;

@@ -26,6 +26,8 @@ struct h5out_opts {
 	int splits;              /* training/validation/testing groups */
 	uint64_t clips_expected; /* the header's clips; 0 when unknown */
 	uint64_t rows_expected;  /* rows of the stream at most; 0: unknown */
+	int ragged;              /* records of any length: the ragged layout
+				    (formats/hdf5.md) */
 	size_t chunk_bytes;      /* target size of a features chunk */
 	size_t jobs;             /* threads compressing whole features
 				    chunks (the file is the same for any
@@ -49,7 +51,8 @@ int h5out_create(h5out **out, const char *path, const char *name,
 		 const struct h5out_opts *o);
 /* Adds one data record: a row of its split's group (audio, features) or
  * a row of /skipped; either way its clip's row of /clips. A record whose
- * element type or shape differs from the first one's is an error. */
+ * element type or shape (ragged: n_mels or channels) differs from the
+ * first one's is an error. */
 int h5out_add(h5out *h, const rec_item *it);
 /* Writes the remaining rows, the tables and the attributes (hdr: the
  * stream header with h5pack's own stage added) and closes the file. */

@@ -19,15 +19,22 @@
 #define TABLE_MAXCOL 5
 #define NO_ID ((hid_t)-1)
 
-/* One split group: its datasets and the rows waiting to be written. */
+/* One split group: its datasets and the rows waiting to be written.
+ * In the ragged layout a row of features is a frame, and the per-row
+ * columns (items: label ... n_frames) are counted and written apart. */
 struct group {
 	hid_t gid;
 	hid_t d_features, d_label, d_clip, d_segment, d_offset;
-	uint64_t rows;   /* rows in the file */
-	size_t n, cap;   /* rows buffered, buffer capacity */
+	hid_t d_start, d_n_frames;  /* ragged */
+	uint64_t rows;   /* rows of features in the file */
+	size_t n, cap;   /* rows of features buffered, buffer capacity */
 	unsigned char *features;
 	int32_t *label, *clip, *segment;
 	int64_t *offset;
+	uint64_t items;  /* ragged: rows of the per-row columns in the file */
+	size_t ni, icap; /* ragged: buffered, buffer capacity */
+	int64_t *start;
+	int32_t *n_frames;
 };
 
 /* One column of a table and its block of rows waiting to be written. */
@@ -65,8 +72,10 @@ struct h5out {
 
 	int shape_known;
 	uint32_t dim0, dim1;  /* of the first row */
-	int rank;             /* of features: 3, or 2 for mono audio */
-	size_t row_bytes;
+	int rank;             /* of features: 3, or 2 for mono audio;
+				 ragged: 2, or 1 for mono audio */
+	uint32_t fdim[2];     /* features' dimensions after the first */
+	size_t row_bytes;     /* of a row of features (ragged: a frame) */
 	hsize_t chunk_rows;
 	char *first_key;      /* names the first row in shape errors */
 
@@ -106,7 +115,10 @@ hid_t chunked_dataset(hid_t loc, const char *name, hid_t type, int rank,
 		      const struct h5out_opts *o);
 hid_t new_group(h5out *h, const char *name);
 int make_group(h5out *h, int split);
-int make_row_datasets(h5out *h, struct group *g, hsize_t total);
+/* total, items: the group's rows of features and of the per-row columns
+ * when these are all (the group's last write), else 0. */
+int make_row_datasets(h5out *h, struct group *g, hsize_t total,
+		      hsize_t items);
 int alloc_buffers(h5out *h, struct group *g);
 /* Frees a group's buffers and closes its objects without reporting. */
 void close_group(struct group *g);
@@ -122,6 +134,19 @@ int flush_group(h5out *h, struct group *g, int final);
 /* Writes every chunk still with the compression threads. */
 int drain_chunks(h5out *h);
 int add_row(h5out *h, const rec_item *it);
+/* Appends n rows of label, clip, segment and offset from the buffers at
+ * row at; -1 without a message. */
+int write_columns(h5out *h, struct group *g, hsize_t at, hsize_t n);
+/* Writes the buffered features rows; a full chunk to the threads when
+ * there are some and this is not the group's last write. */
+int write_features(h5out *h, struct group *g, int final);
+/* The rows (items) of a group so far, written or buffered. */
+uint64_t group_rows(const h5out *h, const struct group *g);
+
+/* h5ragged.c: the ragged layout's rows */
+
+int add_ragged_row(h5out *h, struct group *g, const rec_item *it);
+int flush_ragged(h5out *h, struct group *g, int final);
 
 /* h5tables.c */
 

@@ -76,8 +76,12 @@ static void usage(FILE *f)
 "type and label, clip, segment, offset per row; /labels, /clips (path,\n"
 "label, split, n_samples, sample_rate per clip) and /skipped (path, reason\n"
 "per unusable input); the stream's parameters and provenance as root\n"
-"attributes. An audio stream gives rows of samples [N, n_samples] (every\n"
-"record must then have the same length). formats/hdf5.md has the details\n"
+"attributes. An audio stream gives rows of samples [N, n_samples].\n"
+"\n"
+"A stream whose header fixes no length (no wavcat --duration, no segment)\n"
+"is stored ragged: features [frames, n_mels] (samples [samples, channels]\n"
+"for audio) hold every row's frames one after another, and start and\n"
+"n_frames per row say where each one is. formats/hdf5.md has the details\n"
 "(installed in PREFIX/share/doc/melpipe).\n"
 "\n"
 "OUT.h5 appears only once the whole stream has arrived intact and the file\n"
@@ -333,6 +337,9 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 		}
 	}
 	ho->rows_expected = rows_expected(hdr, ho->clips_expected);
+	/* clips of any length: nothing cut or padded them to one */
+	ho->ragged = !rec_header_get(hdr, "duration") &&
+		     !rec_header_get(hdr, "segment_len");
 	ho->compress = o->compress;
 	ho->level = o->level;
 	ho->chunk_bytes = o->chunk_bytes;

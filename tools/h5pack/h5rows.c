@@ -43,6 +43,17 @@ static int start_pool(h5out *h)
 	return 0;
 }
 
+/* A ragged row of features is a frame: n_mels values, or a sample of
+ * every channel (the width, what every record must share). */
+static void set_ragged_shape(h5out *h)
+{
+	int audio = h->o.kind == REC_T_AUDIO;
+
+	h->fdim[0] = audio ? h->dim1 : h->dim0;
+	h->rank = audio && h->fdim[0] <= 1 ? 1 : 2;
+	h->row_bytes = (size_t)h->fdim[0] * rec_dtype_size(h->o.dtype);
+}
+
 /* The first row fixes the shape; now the row datasets can be made. */
 int set_shape(h5out *h, const rec_item *it)
 {
@@ -52,7 +63,11 @@ int set_shape(h5out *h, const rec_item *it)
 	h->dim0 = it ? it->dim0 : 0;
 	h->dim1 = it ? it->dim1 : 0;
 	h->rank = h->o.kind == REC_T_AUDIO && (!it || it->dim1 == 1) ? 2 : 3;
+	h->fdim[0] = h->dim0;
+	h->fdim[1] = h->dim1;
 	h->row_bytes = (size_t)h->dim0 * h->dim1 * esize;
+	if (h->o.ragged)
+		set_ragged_shape(h);
 	h->chunk_rows = 1;
 	if (h->row_bytes && h->row_bytes < h->o.chunk_bytes)
 		h->chunk_rows = h->o.chunk_bytes / h->row_bytes;
@@ -76,13 +91,13 @@ int set_shape(h5out *h, const rec_item *it)
 int append_rows(h5out *h, hid_t d, hid_t mtype, int rank, hsize_t at,
 		hsize_t n, const void *buf)
 {
-	hsize_t dims[3] = { at + n, h->dim0, h->dim1 };
-	hsize_t start[3] = { at, 0, 0 }, count[3] = { n, h->dim0, h->dim1 };
+	/* rank 1: the library reads only the first of each */
+	hsize_t dims[3] = { at + n, h->fdim[0], h->fdim[1] };
+	hsize_t start[3] = { at, 0, 0 };
+	hsize_t count[3] = { n, h->fdim[0], h->fdim[1] };
 	hid_t fspace = NO_ID, mspace = NO_ID;
 	int ret = -1;
 
-	if (rank == 2)
-		dims[1] = count[1] = h->dim0; /* audio: [rows, samples] */
 	if (H5Dset_extent(d, dims) < 0)
 		goto out;
 	fspace = H5Dget_space(d);
@@ -139,8 +154,8 @@ int drain_chunks(h5out *h)
  * grown to hold it), after writing the oldest one when all are busy. */
 static int submit_chunk(h5out *h, struct group *g)
 {
-	/* rank 2 (audio): the library reads only { rows, dim0 } */
-	hsize_t dims[3] = { g->rows + g->n, h->dim0, h->dim1 };
+	/* lower ranks: the library reads only the first of them */
+	hsize_t dims[3] = { g->rows + g->n, h->fdim[0], h->fdim[1] };
 
 	if (H5Dset_extent(g->d_features, dims) < 0)
 		return h5_fail(h, "write rows");
@@ -152,42 +167,76 @@ static int submit_chunk(h5out *h, struct group *g)
 	return 0;
 }
 
+int write_columns(h5out *h, struct group *g, hsize_t at, hsize_t n)
+{
+	return append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, at, n,
+			   g->label) ||
+	       append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, at, n,
+			   g->clip) ||
+	       append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, at, n,
+			   g->segment) ||
+	       append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, at, n,
+			   g->offset) ? -1 : 0;
+}
+
+uint64_t group_rows(const h5out *h, const struct group *g)
+{
+	return h->o.ragged ? g->items + g->ni : g->rows + g->n;
+}
+
+int write_features(h5out *h, struct group *g, int final)
+{
+	if (h->pool && !final && g->n == g->cap)
+		return submit_chunk(h, g); /* it names what failed itself */
+	if (append_rows(h, g->d_features, h->ftype, h->rank, g->rows, g->n,
+			g->features))
+		return h5_fail(h, "write rows");
+	return 0;
+}
+
 /* Writes the buffered rows; final: they are the group's last. */
 int flush_group(h5out *h, struct group *g, int final)
 {
 	double t0 = prog_now();
+	hsize_t total = final ? g->rows + g->n + !g->n : 0;
 	int err;
 
-	if (g->d_features < 0 &&
-	    make_row_datasets(h, g, final ? g->rows + g->n + !g->n : 0))
+	if (g->d_features < 0 && make_row_datasets(h, g, total, total))
 		return -1;
 	if (!g->n)
 		return 0;
-	if (h->pool && !final && g->n == g->cap) {
-		/* it names what failed itself */
-		if (submit_chunk(h, g)) {
-			h->t_write += prog_now() - t0;
-			return -1;
-		}
-		err = 0;
-	} else {
-		err = append_rows(h, g->d_features, h->ftype, h->rank,
-				  g->rows, g->n, g->features);
+	if (write_features(h, g, final)) {
+		h->t_write += prog_now() - t0;
+		return -1;
 	}
-	err = err ||
-	      append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, g->rows, g->n,
-			  g->label) ||
-	      append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, g->rows, g->n,
-			  g->clip) ||
-	      append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, g->rows,
-			  g->n, g->segment) ||
-	      append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, g->rows, g->n,
-			  g->offset);
+	err = write_columns(h, g, g->rows, g->n);
 	h->t_write += prog_now() - t0;
 	if (err)
 		return h5_fail(h, "write rows");
 	g->rows += g->n;
 	g->n = 0;
+	return 0;
+}
+
+/* Ragged records share their width: n_mels, or the channels. */
+static int check_width(h5out *h, const rec_item *it)
+{
+	int audio = h->o.kind == REC_T_AUDIO;
+	uint32_t w = audio ? it->dim1 : it->dim0;
+	uint32_t len = audio ? it->dim0 : it->dim1;
+
+	if (w != h->fdim[0]) {
+		prog_err("'%.*s': %" PRIu32 " %s, but the first record ('%s') "
+			 "has %" PRIu32, (int)it->key_len, it->key, w,
+			 audio ? "channels" : "mels", h->first_key,
+			 h->fdim[0]);
+		return -1;
+	}
+	if (len > INT32_MAX) {
+		prog_err("'%.*s': %" PRIu32 " frames, too many for a row",
+			 (int)it->key_len, it->key, len);
+		return -1;
+	}
 	return 0;
 }
 
@@ -210,6 +259,9 @@ static int check_row(h5out *h, const rec_item *it)
 	}
 	if (!h->shape_known) {
 		if (set_shape(h, it))
+			return -1;
+	} else if (h->o.ragged) {
+		if (check_width(h, it))
 			return -1;
 	} else if (it->dim0 != h->dim0 || it->dim1 != h->dim1) {
 		prog_err("'%.*s': shape %" PRIu32 "x%" PRIu32 " differs from "
@@ -237,6 +289,8 @@ int add_row(h5out *h, const rec_item *it)
 	if (!h->has_group[it->split] && make_group(h, it->split))
 		return -1;
 	g = &h->groups[it->split];
+	if (h->o.ragged)
+		return add_ragged_row(h, g, it);
 	memcpy(g->features + g->n * h->row_bytes, it->data, h->row_bytes);
 	g->label[g->n] = it->label;
 	g->clip[g->n] = (int32_t)it->clip;
