@@ -152,4 +152,19 @@ test_expect_success TASKSET 'each stage defaults to the CPUs it may run on' '
 	done
 '
 
+test_expect_success 'stages that do not join pieces yet refuse them, by name' '
+	G=$TEST_DIRECTORY/golden &&
+	for prog in "segment --len 512" "gpumel --device cpu"; do
+		test_expect_code 1 $prog <"$G/good-pieces-audio.rec" \
+			>/dev/null 2>err &&
+		test_grep "record 1: clip 0 (.yes/long.mp3.) comes in pieces" \
+			err || return 1
+	done &&
+	for f in good-pieces-audio good-pieces-features; do
+		test_expect_code 1 h5pack -o p.h5 <"$G/$f.rec" 2>err &&
+		test_grep "^h5pack: record 1: clip 0 .* comes in pieces" err &&
+		test ! -e p.h5 || return 1
+	done
+'
+
 test_done

@@ -474,6 +474,13 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 
 static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 {
+	if (rec_item_is_piece(it)) {
+		loop_fail(lp, "record %" PRIu64 ": clip %" PRIu64 " ('%.*s') "
+			  "comes in pieces (record format version 3), which "
+			  "gpumel does not join yet", rec_reader_count(lp->rd),
+			  it->clip, (int)it->key_len, it->key);
+		return -1;
+	}
 	switch (it->type) {
 	case REC_T_AUDIO:
 		return add_audio(lp, cur, it);

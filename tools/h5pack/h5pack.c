@@ -405,6 +405,8 @@ static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 			prog_err("%s", rec_reader_detail(r));
 			break;
 		}
+		if (prog_refuse_piece(&it, rec_reader_count(r)))
+			break;
 		if (it.type == REC_T_WINDOWS ? add_windows(h, &it, &pad,
 							   &pad_cap)
 					     : h5out_add(h, &it))

@@ -393,6 +393,8 @@ static int handle_record(rec_reader *r, rec_writer *w, const rec_item *it,
 	uint32_t crc;
 	int have_crc = rec_reader_data_crc(r, &crc);
 
+	if (prog_refuse_piece(it, rec_reader_count(r)))
+		return -1;
 	if (it->type == REC_T_SKIPPED)
 		return pass_skipped(w, it, st);
 	if (it->type == REC_T_WINDOWS)
