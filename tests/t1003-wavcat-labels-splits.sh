@@ -164,7 +164,7 @@ test_expect_success '--labels: labels no input gets are warned about, once' '
 	{ echo "top.wav,t" &&
 	  for i in 1 2 3 4 5 6 7; do echo "gone/$i.wav,g$i"; done; } >many.csv &&
 	wavcat --labels many.csv SC >l3.rec 2>err &&
-	test $(grep -c "name no input" err) = 1 &&
+	test $(grep -c "labels of .many.csv. name no input" err) = 1 &&
 	test_grep "^wavcat: 7 labels of .many.csv. name no input (.*): .g1., .g2., .g3., .g4., .g5., \.\.\.$" err
 '
 
@@ -201,6 +201,22 @@ test_expect_success 'lists at the folder root split by default' '
 test_expect_success 'unmatched list entries are reported with -v' '
 	wavcat -v SC >s3.rec 2>err &&
 	test_grep "1 of 3 entries of .SC/testing_list.txt. name no input" err
+'
+
+test_expect_success 'unmatched list entries are warned about without -v' '
+	wavcat SC >s4.rec 2>err &&
+	test_grep "^wavcat: 1 of 3 entries of .SC/testing_list.txt. name no input" err
+'
+
+test_expect_success 'list entries written as find . writes them (./x) match' '
+	rm -rf DOT && cp -r SC DOT &&
+	sed "s|^|./|" SC/testing_list.txt >DOT/testing_list.txt &&
+	sed "s|^|./|" SC/validation_list.txt >DOT/validation_list.txt &&
+	wavcat -q SC >sc.rec &&
+	wavcat -q DOT >dot.rec &&
+	$RR sc.rec --records >want &&
+	$RR dot.rec --records >got &&
+	test_cmp want got
 '
 
 test_expect_success 'no lists: splits none; --split lists then fails' '

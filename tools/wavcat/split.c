@@ -125,7 +125,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Loads a list file: one key per line, a trailing CR dropped, empty
- * lines ignored. Returns 0 or -1 after printing why. */
+ * lines ignored, a leading "./" dropped (as `find .` writes paths, and
+ * keys never have one). Returns 0 or -1 after printing why. */
 static int list_load(struct split_list *l, const char *file, int root,
 		     int split)
 {
@@ -149,6 +150,8 @@ static int list_load(struct split_list *l, const char *file, int root,
 		*eol = '\0';
 		if (eol > p && eol[-1] == '\r')
 			eol[-1] = '\0';
+		while (p[0] == '.' && p[1] == '/')
+			p += 2;
 		if (*p == '\0')
 			continue;
 		if (n == cap) {
@@ -201,7 +204,9 @@ static int list_names(const struct split_list *l, const struct clip *c,
 }
 
 /* Says when a list's entries name no input: most likely its paths are not
- * relative to the folder the keys are relative to. m of them do. */
+ * relative to the folder the keys are relative to. m of them do. A few
+ * unmatched entries are warned about too: a clip the list meant for
+ * testing would otherwise go to training without a word. */
 static void list_report(const struct split_list *l, size_t m)
 {
 	if (l->n > 0 && m == 0)
@@ -209,7 +214,8 @@ static void list_report(const struct split_list *l, size_t m)
 			  "matched against keys: paths relative to the "
 			  "input folder)", l->file);
 	else if (m < l->n)
-		prog_info("%zu of %zu entries of '%s' name no input",
+		prog_warn("%zu of %zu entries of '%s' name no input (the "
+			  "clips they meant, if any, are not in its split)",
 			  l->n - m, l->n, l->file);
 }
 
