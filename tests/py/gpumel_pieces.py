@@ -5,12 +5,12 @@ Streams are read with rec_stream.py (every rule of the spec checked), and
 the features pieces of an item joined as the spec says: frames side by
 side, each piece's offset the item's + its first frame * hop_length.
 
-    gpumel_pieces.py join PIECED.rec WHOLE.rec [--top-db X] [--rel R]
-                          [--min-pieced N] [--cut]
+    gpumel_pieces.py join WHOLE.rec PIECED.rec... [--top-db X] [--rel R]
+                          [--ulp] [--min-pieced N] [--cut]
 
-compares gpumel's output for a stream in pieces (PIECED), its features
-pieces joined, with its output for the same stream with every item in one
-record (WHOLE): the same items in the same order, the same metadata, the
+compares gpumel's output for a stream in pieces (each PIECED), its
+features pieces joined, with its output for the same stream with every
+item in one record (WHOLE): the same items in the same order, the same metadata, the
 same reasons, the same values (bit for bit, or within R relative). With
 --top-db the joined items are clamped as the spec tells the joiner to:
 each raised to its maximum - X (the value, read back in the output's
@@ -30,14 +30,15 @@ IN has pieces.
 
     gpumel_pieces.py forge IN.rec OUT.rec WHOLE.rec --pieces N
                           [--cut CLIP:KEPT] [--nan CLIP:SAMPLE]
-                          [--unknown-length]
+                          [--unknown-length] [--whole-nan]
 
 writes OUT: IN's audio items in pieces of N samples; with --cut, the item
 of clip CLIP ends after its first KEPT samples (pieces flagged more) with
 a skipped record, as a decoder that fails there writes it; with --nan,
 sample SAMPLE of clip CLIP (f32, f16 or bf16) becomes a NaN. WHOLE gets
 the same items in one record each, cut or NaN items cut to the samples
-before the cut or the NaN.
+before the cut or the NaN (with --whole-nan, NaN items whole, NaN
+included).
 """
 import argparse
 import re
@@ -45,7 +46,12 @@ import sys
 
 import numpy as np
 
+import gpumel_rec
 import rec_stream as rs
+
+# The same CRC32C, eight bytes a step: the streams of pieces of a few
+# samples are many small records.
+rs.crc32c = gpumel_rec.crc32c
 
 DT = {1: "<i2", 2: "<f4", 3: "<f2", 4: "<u2"}
 NAMES = {1: "s16", 2: "f32", 3: "f16", 4: "bf16"}
@@ -195,12 +201,19 @@ def fields(x):
 
 
 def compare_join(a):
-    pa, ia, _ = read(a.pieced)
-    pb, ib, _ = read(a.whole)
-    hop = int(header(pa)["hop_length"])
-    ja, jb = join(ia, hop), join(ib, hop)
+    _, ib, _ = read(a.whole)
+    jb = join(ib)
     expect(not any(isinstance(x, Joined) and x.pieced for x in jb),
            "WHOLE has items in pieces")
+    for path in a.pieced:
+        pa, ia, _ = read(path)
+        try:
+            compare_one(a, join(ia, int(header(pa)["hop_length"])), jb)
+        except Fail as e:
+            raise Fail("%s: %s" % (path, e))
+
+
+def compare_one(a, ja, jb):
     n_pieced = n_pieces = n_cut = worst = 0
     i = k = 0
     while i < len(ja) or k < len(jb):
@@ -366,7 +379,7 @@ def forge(a):
             s = nan[it.clip]
             bits = {2: b"\x00\x00\xc0\x7f", 3: b"\x00\x7e", 4: b"\xc0\x7f"}
             data[s * size:(s + 1) * size] = bits[it.dtype]
-            end = s
+            end = it.dim0 if a.whole_nan else s
         if it.clip in cut:
             end = cut[it.clip]
         w = dict(f, dim0=end)
@@ -399,8 +412,8 @@ def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="mode", required=True)
     j = sub.add_parser("join")
-    j.add_argument("pieced")
     j.add_argument("whole")
+    j.add_argument("pieced", nargs="+")
     j.add_argument("--top-db", type=float)
     j.add_argument("--rel", type=float, default=0.0)
     j.add_argument("--ulp", action="store_true",
@@ -428,6 +441,7 @@ def main():
     f.add_argument("--cut", action="append", default=[])
     f.add_argument("--nan", action="append", default=[])
     f.add_argument("--unknown-length", action="store_true")
+    f.add_argument("--whole-nan", action="store_true")
     a = ap.parse_args()
     import gpumel_ref
     try:

@@ -74,6 +74,8 @@ struct pieces {
 	int dt;                /* REC_S16 or REC_F32: the samples as batched */
 	size_t isz;            /* bytes per sample as batched */
 	uint64_t n;            /* the item's samples so far */
+	uint64_t n_all;        /* and those dropped after a refusal */
+	int nan;               /* PC_REFUSED for a sample not finite */
 	uint64_t t_next;       /* its first frame not computed yet */
 	uint64_t y0;           /* where carry starts in the padded signal */
 	unsigned char *carry;  /* samples a later frame needs */

@@ -113,7 +113,8 @@ static int begin_item(struct loop *lp, const rec_item *it)
 	lp->st.audio++;
 	pc->open = 1;
 	pc->started = pc->emitted = 0;
-	pc->n = pc->t_next = pc->y0 = 0;
+	pc->n = pc->n_all = pc->t_next = pc->y0 = 0;
+	pc->nan = 0;
 	pc->carry_len = 0;
 	pc->first = *it;
 	memcpy(pc->key, it->key, it->key_len);
@@ -348,6 +349,11 @@ static int refuse_item(struct loop *lp, struct hbatch **cur,
 		snprintf(why, sizeof(why), "%s (cut short upstream: %.*s)",
 			 pc->why, (int)min_u64(cut->data_len, 512),
 			 (const char *)cut->data);
+	} else if (pc->nan && mel_n_frames(&lp->p, pc->n_all) == 0) {
+		/* one record of it says too short before it looks at the
+		 * samples */
+		m.dim0 = (uint32_t)pc->n_all;
+		unusable(lp, &m, 0, why, sizeof(why));
 	} else {
 		snprintf(why, sizeof(why), "%s", pc->why);
 	}
@@ -369,6 +375,7 @@ static int cut_here(struct loop *lp, struct hbatch **cur)
 		snprintf(pc->why, sizeof(pc->why), "sample %" PRIu64 " is not "
 			 "a finite number", kept);
 		pc->mode = PC_REFUSED;
+		pc->nan = 1;
 		return 0;
 	}
 	snprintf(why, sizeof(why), "sample %" PRIu64 " is not a finite "
@@ -448,6 +455,7 @@ int add_piece(struct loop *lp, struct hbatch **cur, const rec_item *it)
 	if (!(it->flags & REC_ITEM_CONT) && begin_item(lp, it) < 0)
 		return -1;
 	pc->clip_samples = it->clip_samples;
+	pc->n_all += it->dim0;
 	if (pc->mode == PC_FRAME && frame_piece(lp, cur, it) < 0)
 		return -1;
 	if (it->flags & REC_ITEM_MORE)
