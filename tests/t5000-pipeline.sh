@@ -154,7 +154,7 @@ test_expect_success TASKSET 'each stage defaults to the CPUs it may run on' '
 
 test_expect_success 'stages that do not join pieces yet refuse them, by name' '
 	G=$TEST_DIRECTORY/golden &&
-	for prog in "segment --len 512" "gpumel --device cpu"; do
+	for prog in "segment --len 512"; do
 		test_expect_code 1 $prog <"$G/good-pieces-audio.rec" \
 			>/dev/null 2>err &&
 		test_grep "record 1: clip 0 (.yes/long.mp3.) comes in pieces" \
