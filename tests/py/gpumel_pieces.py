@@ -10,14 +10,16 @@ side, each piece's offset the item's + its first frame * hop_length.
 
 compares gpumel's output for a stream in pieces (each PIECED), its
 features pieces joined, with its output for the same stream with every
-item in one record (WHOLE): the same items in the same order, the same metadata, the
-same reasons, the same values (bit for bit, or within R relative). With
---top-db the joined items are clamped as the spec tells the joiner to:
-each raised to its maximum - X (the value, read back in the output's
-type, minus X in float32, rounded to the output's type). With --cut,
-an item cut short in PIECED (features pieces ending in one flagged more,
-then a skipped record) compares with WHOLE's item (there cut to the
-samples kept), and its skipped record is checked and set aside.
+item in one record (WHOLE): the same items in the same order, the same
+metadata, the same reasons, the same values (bit for bit, or within R
+relative). With --top-db the joined items are clamped as the spec tells
+the joiner to: each raised to its maximum - X (the value, read back in
+the output's type, minus X in float32, rounded to the output's type),
+and some piece must hold a value below its own maximum - X (pieces are
+unclamped). With --cut, an item cut short in PIECED (features pieces
+ending in one flagged more, then a skipped record) compares with WHOLE's
+item (there cut to the samples kept), and its skipped record is checked
+and set aside.
 
     gpumel_pieces.py ref IN.rec OUT.rec --n-fft N ... (gpumel_ref's check
                           parameters, every one)
@@ -214,7 +216,7 @@ def compare_join(a):
 
 
 def compare_one(a, ja, jb):
-    n_pieced = n_pieces = n_cut = worst = 0
+    n_pieced = n_pieces = n_cut = n_low = worst = 0
     i = k = 0
     while i < len(ja) or k < len(jb):
         expect(i < len(ja) and k < len(jb), "%d items against %d" %
@@ -254,6 +256,9 @@ def compare_one(a, ja, jb):
         expect(mx.shape == my.shape, "item %d (clip %d): shape %s, want %s"
                % (i - 1, x.first.clip, mx.shape, my.shape))
         if a.top_db is not None and x.pieced:
+            # a piece's values below its own maximum - top_db: unclamped
+            n_low += sum(int(np.any(values(p) < values(p).max() -
+                                    a.top_db)) for p in x.parts if p.dim1)
             mx = clamp(mx, dt, a.top_db)
         if a.top_db is not None and not x.pieced:
             expect(np.array_equal(mx, clamp(mx, dt, a.top_db)),
@@ -276,8 +281,12 @@ def compare_one(a, ja, jb):
                                                        1.0)).max()))
     expect(n_pieced >= a.min_pieced, "%d items in pieces, want at least %d"
            % (n_pieced, a.min_pieced))
+    expect(a.top_db is None or n_low > 0, "no features piece holds a value "
+           "below its own maximum - top_db: are pieces clamped?")
     print("ok: %d items, %d in %d pieces, %d cut short, max relative "
-          "difference %.3g" % (len(jb), n_pieced, n_pieces, n_cut, worst))
+          "difference %.3g%s" % (len(jb), n_pieced, n_pieces, n_cut, worst,
+                                 ", %d pieces unclamped" % n_low
+                                 if a.top_db is not None else ""))
 
 
 def ulp(v, dtype):
