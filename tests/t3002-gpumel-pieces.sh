@@ -50,7 +50,8 @@ grid() {
 	shift 2
 	for pm in "--center --pad-mode reflect" "--center --pad-mode constant" \
 		"--no-center"; do
-		g="--device cpu -q --n-fft $nf --hop $hop --n-mels 8 --top-db none"
+		g="--device cpu -q --n-fft $nf --hop $hop --n-mels 8" &&
+		g="$g --top-db none"
 		gpumel $g $pm in.rec >w.rec &&
 		files= &&
 		for n in "$@" 7u 7e 33ue; do
@@ -95,7 +96,7 @@ test_expect_success 'the joined output is the float64 reference' '
 		$PC ref in.$5.rec r.rec $(ref_params $1 $2 $3 $4 80 f32) \
 			>ref.out || { cat ref.out; return 1; }
 		cat ref.out &&
-		grep -q "^ok: .* [1-9][0-9]* frames across input pieces" ref.out ||
+		grep -q "^ok: .* [1-9][0-9]* frames across input" ref.out ||
 		return 1
 	done
 '
@@ -118,7 +119,8 @@ test_expect_success 'top_db: pieces unclamped, the joiner clamps' '
 		--signal tone --seed 4 >tone.rec &&
 	rec-copy --pieces 100 <tone.rec >tone.p.rec &&
 	for dt in f32 f16 bf16; do
-		g="--device cpu -q --n-fft 256 --hop 64 --n-mels 16 --dtype $dt" &&
+		g="--device cpu -q --n-fft 256 --hop 64 --n-mels 16" &&
+		g="$g --dtype $dt" &&
 		gpumel $g tone.rec >tw.rec &&
 		gpumel $g tone.p.rec >tp.rec &&
 		ulp= && { test $dt = f32 || ulp=--ulp; } &&
@@ -157,13 +159,16 @@ test_expect_success 'items cut short upstream or by a NaN' '
 		--cut 3:299 --nan 2:1234 --nan 4:300 --unknown-length &&
 	for pm in "--center --pad-mode reflect" "--center --pad-mode constant" \
 		"--no-center"; do
-		g="--device cpu --n-fft 256 --hop 64 --n-mels 16 --top-db none" &&
+		g="--device cpu --n-fft 256 --hop 64 --n-mels 16" &&
+		g="$g --top-db none" &&
 		gpumel $g $pm cut.rec >pc.rec 2>err &&
 		gpumel -q $g $pm cutw.rec >wc.rec &&
 		recdump pc.rec >/dev/null &&
 		$PC join wc.rec pc.rec --cut >j.out &&
 		test_grep "ok: 6 items, 6 in .* pieces, 4 cut short" j.out &&
-		test_grep "clip002.wav.: sample 1234 is not a finite number (1234 samples kept), skipped" err &&
+		test_grep "clip002.wav.: sample 1234 is not a finite number" \
+			err &&
+		test_grep "(1234 samples kept), skipped" err &&
 		test_grep "done 2, skipped 4 (2 here, 2 from upstream)" err ||
 		return 1
 	done
@@ -214,7 +219,8 @@ test_expect_success 'a refused item cut short upstream: one skipped record' '
 	gpumel --device cpu o.cut.rec >o.out 2>err &&
 	recdump o.out >o.dump &&
 	test $(grep -c "clip=1 " o.dump) = 1 &&
-	test_grep "skipped clip=1 clip_samples=700 .*differs from the stream.s 16000 Hz (cut short upstream: decoding failed" o.dump
+	test_grep "skipped clip=1 clip_samples=700 .*differs from the" o.dump &&
+	test_grep "Hz (cut short upstream: decoding failed after" o.dump
 '
 
 test_expect_success 'the golden streams in pieces' '
@@ -241,18 +247,21 @@ else test_expect_success 'the CUDA backend (mock runtime): the same' '
 	cp "$MELPIPE_BIN/gpumel" mock/gpumel &&
 	cp "$MOCK" mock/gpumel-cuda.so &&
 	${CC:-cc} -shared -o mock/driver/libcuda.so.1 -x c /dev/null &&
-	export LD_LIBRARY_PATH=$PWD/mock/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} &&
+	LD_LIBRARY_PATH=$PWD/mock/driver${LD_LIBRARY_PATH:+:}$LD_LIBRARY_PATH &&
+	export LD_LIBRARY_PATH &&
 	for fft in fused cufft; do
 		for pm in "--center --pad-mode reflect" "--no-center"; do
 			g="-q --device cuda --n-fft 64 --hop 16 --n-mels 8" &&
 			MELPIPE_CUDA_FFT=$fft mock/gpumel $g $pm --top-db none \
 				in.rec >cw.rec &&
-			MELPIPE_CUDA_FFT=$fft MELPIPE_CUDA_CHUNK=5 mock/gpumel $g \
-				$pm --top-db none in.7.rec >cp7.rec &&
+			MELPIPE_CUDA_FFT=$fft MELPIPE_CUDA_CHUNK=5 \
+				mock/gpumel $g $pm --top-db none in.7.rec \
+				>cp7.rec &&
 			MELPIPE_CUDA_FFT=$fft mock/gpumel $g $pm --top-db none \
 				in.33.rec >cp33.rec &&
 			$PC join cw.rec cp7.rec cp33.rec &&
-			MELPIPE_CUDA_FFT=$fft mock/gpumel $g $pm tone.rec >ctw.rec &&
+			MELPIPE_CUDA_FFT=$fft mock/gpumel $g $pm tone.rec \
+				>ctw.rec &&
 			MELPIPE_CUDA_FFT=$fft mock/gpumel $g $pm tone.p.rec \
 				>ctp.rec &&
 			$PC join ctw.rec ctp.rec --top-db 80 || return 1
