@@ -232,8 +232,8 @@ static int whole_record(struct loop *lp, struct hbatch *hb, uint64_t in_off,
 	return 0;
 }
 
-/* The frames [pc->t_next, t_end) of y, which the batch holds from ybase
- * on at base, in records of at most max_frames frames. */
+/* The frames [pc->t_next, t_end) of y, whose sample ybase is the batch's
+ * sample in_used, in records of at most max_frames frames. */
 static int add_stretch(struct loop *lp, struct hbatch *hb, uint64_t ybase,
 		       uint64_t t_end, int end)
 {
