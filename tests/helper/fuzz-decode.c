@@ -530,14 +530,14 @@ static void count(const struct joined *r)
 
 static void check_probe_rate(const char *path, const struct truth *t)
 {
-	/* Decoded as a trimmed run would: any length is usable, so the
-	 * probe fails only where decoding does. */
-	struct decode_cfg like = { .duration = 1, .dtype = REC_F32,
+	/* Decoded as a trimmed run would, in pieces. */
+	struct decode_cfg like = { .duration = 1000, .dtype = REC_F32,
 				   .piece_samples = 400 };
 	char why[256];
 	uint32_t rate = 0;
 
-	if (decode_probe_rate(path, &like, &rate, why, sizeof(why)) == 0 &&
+	if (decode_probe_rate(path, &like, 0, &rate, why,
+			      sizeof(why)) == 0 &&
 	    (!t->ok || (uint32_t)t->rate != rate || rate == 0 ||
 	     rate > WAVCAT_MAX_RATE)) {
 		fprintf(stderr, "fuzz-decode: decode_probe_rate gave %lu Hz, "

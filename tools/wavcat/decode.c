@@ -403,8 +403,18 @@ static int claimed_rate(const char *path, uint32_t *rate,
 	return err;
 }
 
+uint64_t decode_seconds(double seconds, uint32_t rate)
+{
+	double n = floor(seconds * rate + 0.5);
+
+	if (n < 1)
+		return 0;
+	return n > (double)UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)n;
+}
+
 int decode_probe_rate(const char *path, const struct decode_cfg *like,
-		      uint32_t *rate, char *reason, size_t size)
+		      double seconds, uint32_t *rate, char *reason,
+		      size_t size)
 {
 	struct decode_cfg cfg = *like;
 	struct decoded out = { 0 };
@@ -412,11 +422,10 @@ int decode_probe_rate(const char *path, const struct decode_cfg *like,
 
 	cfg.rate_from = path;
 	cfg.resample = 0;
-	/* Trimmed, one sample kept is as good a test of the file as all
-	 * of them; else the pieces are dropped as they come. */
-	if (cfg.duration)
-		cfg.duration = 1;
+	/* Decoded as the run will, the pieces dropped as they come. */
 	if (claimed_rate(path, &cfg.rate, &out) == 0) {
+		if (seconds > 0)
+			cfg.duration = decode_seconds(seconds, cfg.rate);
 		d = decoder_new(&cfg);
 		if (d == NULL)
 			set_reason(&out, "out of memory");
@@ -426,7 +435,9 @@ int decode_probe_rate(const char *path, const struct decode_cfg *like,
 		free(out.data);
 	}
 	snprintf(reason, size, "%s", out.reason);
-	if (out.status != DEC_OK)
+	/* a clip cut short is kept up to the failure, at its rate */
+	if (out.status != DEC_OK &&
+	    !(out.status == DEC_SKIP && out.offset > 0))
 		return -1;
 	*rate = cfg.rate;
 	return 0;

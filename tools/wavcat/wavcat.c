@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,12 +234,12 @@ static void usage(FILE *f)
 "                      only once the stream is complete: a failed or\n"
 "                      interrupted run leaves none, or the previous FILE)\n"
 "  --piece-samples=N   a clip of more than N samples (after resampling and\n"
-"                      pad/trim) is written as pieces of N samples (the\n"
-"                      last one shorter), in records flagged more/cont;\n"
-"                      shorter clips are one record. Memory is about\n"
-"                      (threads + window) x N samples, whatever the\n"
-"                      clips' length (default 4M; K/M suffixes; at most\n"
-"                      128M for s16, 64M for f32)\n"
+"                      pad/trim) is written as pieces of N samples, the\n"
+"                      last of 1 to N, in records flagged more/cont;\n"
+"                      shorter clips are one record. Memory holds at most\n"
+"                      about 5 x --jobs pieces, whatever the clips'\n"
+"                      length (default 4M; K/M suffixes; at most 128M for\n"
+"                      s16, 64M for f32)\n"
 "  -q, --quiet         no warnings, no summary; errors only\n"
 "  -v, --verbose       report counts and time spent at the end\n"
 "  --zstd=LEVEL        compress payloads with zstd, LEVEL 1..19\n"
@@ -467,9 +466,10 @@ static int probe_unusable(struct run *r, const struct clip *c,
 	return 0;
 }
 
-/* The output rate: --rate, or the rate of the first clip usable as the
- * run would decode it (the same sample type and trimming; a long clip
- * decoded in pieces, dropped as they come). */
+/* The output rate: --rate, or the rate of the first clip that gives
+ * samples as the run would decode it (the same sample type, trimming and
+ * pieces: a long clip, or one cut short after some pieces, sets the rate
+ * too). */
 static int choose_rate(struct run *r)
 {
 	struct decode_cfg like = r->cfg;
@@ -482,13 +482,13 @@ static int choose_rate(struct run *r)
 		r->cfg.resample = 1;
 		return 0;
 	}
-	like.duration = r->o.samples > 0 || r->o.duration_s > 0;
+	like.duration = r->o.samples;
 	if (inputs_rewind(&r->cl))
 		return -1;
 	while ((got = inputs_next(&r->cl, &c)) > 0) {
 		if (c.skip == NULL &&
-		    decode_probe_rate(c.path, &like, &r->cfg.rate, why,
-				      sizeof(why)) == 0)
+		    decode_probe_rate(c.path, &like, r->o.duration_s,
+				      &r->cfg.rate, why, sizeof(why)) == 0)
 			break;
 		if (probe_unusable(r, &c, c.skip ? c.skip : why))
 			return -1;
@@ -518,7 +518,6 @@ static int choose_rate(struct run *r)
 static int configure(struct run *r)
 {
 	const struct options *o = &r->o;
-	double n;
 
 	r->cfg.dtype = o->dtype;
 	r->cfg.piece_samples = o->piece_samples;
@@ -527,13 +526,11 @@ static int configure(struct run *r)
 	if (o->samples) {
 		r->cfg.duration = o->samples;
 	} else if (o->duration_s > 0) {
-		n = floor(o->duration_s * r->cfg.rate + 0.5);
-		if (n < 1)
+		r->cfg.duration = decode_seconds(o->duration_s, r->cfg.rate);
+		if (r->cfg.duration == 0)
 			prog_usage_error("--duration %g is less than one "
 					 "sample at %lu Hz", o->duration_s,
 					 (unsigned long)r->cfg.rate);
-		r->cfg.duration = n > (double)UINT64_MAX / 2 ? UINT64_MAX / 2
-							      : (uint64_t)n;
 	}
 	return 0;
 }
@@ -676,8 +673,9 @@ static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
 }
 
 /* Writes clip i in order: its pieces as they come, then its end (the
- * whole clip, its last piece, or why it was skipped). Returns 0, or -1
- * when the run must stop. */
+ * whole clip, its last piece, or why it was skipped), and frees its
+ * slot. Returns 0, or -1 when the run must stop (the slot is then left
+ * to pool_stop(): its decoder may still be at work). */
 static int write_clip(struct run *r, uint64_t i)
 {
 	const struct job *j;
@@ -695,11 +693,15 @@ static int write_clip(struct run *r, uint64_t i)
 		if (err)
 			return -1;
 	}
-	if (j->out.status != DEC_OK)
-		return put_skipped(r, i, &j->clip, &j->out);
-	r->n_ok++;
-	return put_samples(r, i, &j->clip, &j->out,
-			   j->out.offset ? REC_ITEM_CONT : 0);
+	if (j->out.status != DEC_OK) {
+		err = put_skipped(r, i, &j->clip, &j->out);
+	} else {
+		r->n_ok++;
+		err = put_samples(r, i, &j->clip, &j->out,
+				  j->out.offset ? REC_ITEM_CONT : 0);
+	}
+	pool_release(r->pool, i);
+	return err;
 }
 
 /* A clip's label and split, given in the decoder threads (pool.c). */
@@ -755,7 +757,6 @@ static int decode_and_write(struct run *r)
 		if (err)
 			break;
 		err = write_clip(r, i);
-		pool_release(r->pool, i);
 	}
 	pool_stop(r->pool, &r->t_read, &r->t_resample, &r->t_emit,
 		  &r->t_wait);

@@ -276,13 +276,18 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
  * emit() to take pieces, so far. */
 void decoder_times(const struct decoder *d, double *t_read,
 		   double *t_resample, double *t_emit);
-/* The sample rate of the file at path, when the file is usable as a
- * clip decoded under like (its dtype; its duration nonzero for clips
- * padded or trimmed, whatever the length): 0, or -1 with why not in
- * reason (size bytes). The file is decoded whole to know, in pieces
- * that are dropped; no resampling, and nothing kept when trimmed. */
+/* --duration SECONDS in samples at rate (rounded to nearest; at most
+ * UINT64_MAX / 2), 0 when less than one. */
+uint64_t decode_seconds(double seconds, uint32_t rate);
+/* The sample rate of the file at path, when the file gives samples as a
+ * clip decoded under like (its dtype, piece size and duration, or with
+ * seconds nonzero, seconds at the file's rate), whole or cut short after
+ * some pieces: 0, or -1 with why not in reason (size bytes). The file is
+ * decoded whole to know, without resampling, its pieces dropped as they
+ * come. */
 int decode_probe_rate(const char *path, const struct decode_cfg *like,
-		      uint32_t *rate, char *reason, size_t size);
+		      double seconds, uint32_t *rate, char *reason,
+		      size_t size);
 
 /* pool.c */
 
