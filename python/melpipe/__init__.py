@@ -9,13 +9,27 @@ in numpy or PyTorch, and its record streams.
     loader = melpipe.torch.loader(ds, batch_size=64, num_workers=4)
 
 melpipe.stream reads and writes the record streams the programs pass
-along (formats/record.md).
+along (formats/record.md); it needs numpy, not h5py, which the names
+below import when first used.
 """
-from ._h5 import FormatError, MissingFilterError
-from .collate import pad_batch
-from .dataset import MelDataset, Meta, Stats
-from .sampler import ChunkSampler
+import importlib
 
 __version__ = "0.1.0"
-__all__ = ["MelDataset", "ChunkSampler", "Meta", "Stats", "pad_batch",
-           "FormatError", "MissingFilterError", "__version__"]
+
+_NAMES = {"MelDataset": "dataset", "Meta": "dataset", "Stats": "stats",
+          "ChunkSampler": "sampler", "pad_batch": "collate",
+          "FormatError": "_h5", "MissingFilterError": "_h5"}
+__all__ = sorted(_NAMES) + ["__version__"]
+
+
+def __getattr__(name):
+    if name not in _NAMES:
+        raise AttributeError("module 'melpipe' has no attribute %r" % name)
+    value = getattr(importlib.import_module("." + _NAMES[name], __name__),
+                    name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__
