@@ -16,7 +16,7 @@ python: build/python/.stamp
 build/python/.stamp: $(PY_SRC)
 	@mkdir -p build/python
 	@[ "$(V)" = 1 ] || echo "  WHEEL   build/python"
-	$(Q)python3 -m pip wheel -q --no-deps --disable-pip-version-check \
+	$(Q)$(CURDIR)/$(PY_VENV) -m pip wheel -q --no-deps --disable-pip-version-check \
 		-w build/python ./python
 	$(Q)touch $@
 
