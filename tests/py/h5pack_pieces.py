@@ -3,7 +3,7 @@
 reference for the dataset h5pack makes of it.
 
     h5pack_pieces.py make [OPTIONS] > in.rec
-    h5pack_pieces.py check in.rec out.h5
+    h5pack_pieces.py check in.rec out.h5...
     h5pack_pieces.py clamped raw.h5 out.h5
     h5pack_pieces.py set KEY=VALUE... < in.rec > out.rec
 
@@ -23,7 +23,8 @@ pieces, and rounded to the stored type (float32; float16 and bf16 from
 that float32, to nearest even); start, n_frames and the other columns;
 /clips' n_samples (the largest clip_samples of the clip's records, or
 the samples kept of a clip cut short) and /skipped. Prints 'ok' or the
-first difference (exit 1).
+first difference (exit 1). Several files of the same stream may be
+checked (each compression).
 
 clamped checks out.h5, made of a stream of features in pieces, against
 raw.h5, made of the same items in one record each (left unclamped):
@@ -397,7 +398,7 @@ def main():
     h.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
     c = sub.add_parser("check")
     c.add_argument("stream")
-    c.add_argument("h5")
+    c.add_argument("h5", nargs="+")
     c = sub.add_parser("clamped")
     c.add_argument("raw")
     c.add_argument("h5")
@@ -409,14 +410,15 @@ def main():
         a.rtype = rs.T_AUDIO if a.kind == "audio" else rs.T_FEATURES
         make(a)
         return
-    try:
-        if a.cmd == "clamped":
-            check_clamped(a.raw, a.h5)
-        else:
-            check(a.stream, a.h5)
-    except Mismatch as e:
-        print("h5pack_pieces: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    for h5 in [a.h5] if a.cmd == "clamped" else a.h5:
+        try:
+            if a.cmd == "clamped":
+                check_clamped(a.raw, h5)
+            else:
+                check(a.stream, h5)
+        except Mismatch as e:
+            print("h5pack_pieces: %s: %s" % (h5, e), file=sys.stderr)
+            sys.exit(1)
     print("ok")
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""h5pack_same.py A.h5 B.h5 - two of h5pack's dataset files hold the same.
+"""h5pack_same.py A.h5 B.h5 [A.h5 B.h5]... - h5pack's files hold the same.
 
 Compares every group, dataset and attribute of the two files: the same
 names, every dataset's shape, type, values bit for bit (16-bit floats
 and bf16 as their bits), chunk shape and filters, every attribute's
 value. Only what names the run is left out: h5pack's own entry of the
 root attributes provenance and stream_header (its command line names
-the output). Prints 'same' or the first difference (exit 1).
+the output). The files are compared in pairs, each B.h5 with the A.h5
+before it. Prints 'same' or the first difference (exit 1).
 
 Used to check that a stream and the same stream cut into pieces
 (rec-copy --pieces) give the same dataset.
@@ -106,15 +107,17 @@ def same(a, b, path="/"):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("a")
-    p.add_argument("b")
+    p.add_argument("files", nargs="+", metavar="A.h5 B.h5")
     a = p.parse_args()
-    with h5py.File(a.a, "r") as x, h5py.File(a.b, "r") as y:
-        try:
-            same(x, y)
-        except Differ as e:
-            print("%s, %s: %s" % (a.a, a.b, e))
-            sys.exit(1)
+    if len(a.files) % 2:
+        p.error("files come in pairs")
+    for ap, bp in zip(a.files[0::2], a.files[1::2]):
+        with h5py.File(ap, "r") as x, h5py.File(bp, "r") as y:
+            try:
+                same(x, y)
+            except Differ as e:
+                print("%s, %s: %s" % (ap, bp, e))
+                sys.exit(1)
     print("same")
 
 
