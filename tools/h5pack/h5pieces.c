@@ -132,6 +132,8 @@ static int join_append(h5out *h, const rec_item *it)
 			 is_audio(h) ? "samples" : "frames");
 		return -1;
 	}
+	if (!len) /* an empty last piece */
+		return 0;
 	if (h->clamp)
 		clamp_range(j, h->o.dtype, it->data,
 			    (size_t)len * j->width);
