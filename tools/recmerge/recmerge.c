@@ -113,18 +113,24 @@ static void parse_args(int argc, char **argv, struct options *o)
 			prog_usage_error("'-' (standard input) given twice");
 }
 
-/* Opens every stream and reads its header, in command-line order. */
+/* Opens every stream, then reads each header in command-line order.
+ * All are open before any header is waited for: a fifo's writer blocks
+ * in open(2) until it has a reader, and producers that feed each other
+ * (one source through tee) must all be running. */
 static int open_shards(const struct options *o, struct shard *s)
 {
 	for (size_t i = 0; i < o->n_inputs; i++) {
 		int is_stdin = !strcmp(o->inputs[i], "-");
-		rec_reader_opts ro = { .read_ahead = 1, .data_crc = 1 };
 
 		s[i].name = is_stdin ? "stdin" : o->inputs[i];
-		ro.name = s[i].name;
 		s[i].fd = prog_open_input(is_stdin ? NULL : o->inputs[i]);
 		if (s[i].fd < 0)
 			return -1;
+	}
+	for (size_t i = 0; i < o->n_inputs; i++) {
+		rec_reader_opts ro = { .name = s[i].name, .read_ahead = 1,
+				       .data_crc = 1 };
+
 		if (rec_reader_open(&s[i].r, s[i].fd, &ro)) {
 			prog_err("%s", rec_reader_detail(s[i].r));
 			return -1;
