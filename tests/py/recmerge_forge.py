@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""recmerge_forge.py IN OUT [--clips LIST] [--set KEY=VALUE]...
+"""recmerge_forge.py IN OUT [--clips LIST] [--set KEY=VALUE]... [--del KEY]...
 [--cut-short CLIP] [--no-trailer] - rewrite a stream for recmerge's tests.
 
 Writes IN's records to OUT (a new trailer), with:
@@ -65,6 +65,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--clips")
     ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--del", dest="delete", action="append", default=[])
     ap.add_argument("--cut-short", type=int)
     ap.add_argument("--no-trailer", action="store_true")
     a = ap.parse_args()
@@ -73,6 +74,7 @@ def main():
     for kv in a.set:
         k, v = kv.split("=", 1)
         pairs = set_pair(pairs, k, v.encode())
+    pairs = [(k, v) for k, v in pairs if k not in a.delete]
     if a.clips is not None:
         keep = {int(c) for c in a.clips.split(",") if c}
         items = [it for it in items if it.clip in keep]
