@@ -139,6 +139,17 @@ test_expect_success 'a shard cut short (no trailer): no trailer out, exit 1' '
 	test_grep "input ended before the trailer" dump.err
 '
 
+test_expect_success 'an empty shard cut short (more shards than clips)' '
+	rec-gen -n 5 -l 100 >five.rec &&
+	for k in 0 1 2 3 4 5; do
+		rec-copy --shard $k/7 --job $JOB <five.rec >five.$k.rec ||
+			return 1
+	done &&
+	rec-copy --shard 6/7 --job $JOB --no-trailer <five.rec >five.6.rec &&
+	cut_off "five.6.rec: record 1 at byte [0-9]*: input ended before the trailer" \
+		five.[0-6].rec
+'
+
 test_expect_success 'a shard that lacks a clip of its own' '
 	rec-copy --shard 0/4 --job $JOB <whole.rec |
 		rec-copy --shard 0/2 >lacks.rec &&
