@@ -165,6 +165,23 @@ test_expect_success 'h5pack: the same dataset from the merged stream as from the
 	"$PYTHON" "$TEST_DIRECTORY/py/recmerge_h5same.py" amerged.h5 awhole.h5
 '
 
+test_expect_success 'zero copy: into recmerge from segment, from recmerge into recdump' '
+	rec-gen -n 4000 -l 2000 >big.rec &&
+	make_shards big 2 &&
+	SPLICED="output: .* MB handed to the pipe without a copy (vmsplice)" &&
+	bash -c "recmerge -v <(segment -v --len 100 <big.2.0.rec 2>s0.err) \
+		<(segment -v --len 100 <big.2.1.rec 2>s1.err)" 2>m.err |
+		recdump -q &&
+	test_grep "segment: $SPLICED" s0.err &&
+	test_grep "segment: $SPLICED" s1.err &&
+	test_grep "recmerge: $SPLICED" m.err &&
+	recmerge big.2.0.rec big.2.1.rec | recdump >spliced.txt &&
+	MELPIPE_ZERO_COPY=0 recmerge big.2.0.rec big.2.1.rec >copied.rec &&
+	recdump copied.rec >copied.txt &&
+	test_cmp copied.txt spliced.txt &&
+	rm big*.rec
+'
+
 # peak_rss CLIPS: recmerge's maximum resident set (KiB) merging the 3
 # shards of a CLIPS-clip stream, 4 KiB a clip, fed through fifos by
 # rec-copy --shard (the shards are not stored). Clip lengths are the
