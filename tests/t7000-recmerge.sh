@@ -212,7 +212,7 @@ test_expect_success NOSAN 'memory: the same for 40000 clips as for 4000' '
 test_expect_success '--help says how to call it, what it refuses, the exit statuses' '
 	recmerge --help >help &&
 	test_grep "^Usage: recmerge \[OPTION\]... STREAM..." help &&
-	test_grep "<(ssh a wavcat --shard 0/2" help &&
+	test_grep "<(ssh a .wavcat --shard 0/2" help &&
 	test_grep "^Exit status: 0 merged, 1 failure" help &&
 	recmerge --version >version &&
 	test_grep "^recmerge (melpipe) " version
