@@ -97,14 +97,23 @@ test_expect_success 'any order on the command line, stdin among them' '
 	$CHECK o2.rec audio.rec audio.3.0.rec audio.3.1.rec audio.3.2.rec
 '
 
-test_expect_success '-o FILE, and --zstd compresses the output again' '
+test_expect_success '-o FILE; compressed shards come out raw, --zstd compresses again' '
 	make_shards features 2 &&
 	recmerge -o merged.rec features.2.0.rec features.2.1.rec &&
 	$CHECK merged.rec features.rec features.2.0.rec features.2.1.rec &&
 	recmerge --zstd 19 features.2.0.rec features.2.1.rec >z.rec &&
 	$CHECK z.rec features.rec features.2.0.rec features.2.1.rec &&
 	test $(wc -c <z.rec) -lt $(wc -c <merged.rec) &&
-	test_no_temp
+	test_no_temp &&
+	make_shards audio 2 &&
+	rec-copy --shard 0/2 --job $JOB --zstd 3 <audio.rec >fz0.rec &&
+	rec-copy --shard 1/2 --job $JOB --zstd 3 <audio.rec >fz1.rec &&
+	recmerge fz1.rec fz0.rec >unz.rec &&
+	$CHECK unz.rec audio.rec fz0.rec fz1.rec &&
+	cp audio.2.0.rec fr0.rec && cp audio.2.1.rec fr1.rec &&
+	recmerge fr1.rec fr0.rec >raw.rec &&
+	test $(wc -c <unz.rec) = $(wc -c <raw.rec) &&
+	test $(wc -c <fz0.rec) -lt $(wc -c <fr0.rec)
 '
 
 test_expect_success 'shards from fifos' '
