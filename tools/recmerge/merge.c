@@ -6,9 +6,11 @@
  * i's records from shard i mod N, until a record of another clip shows;
  * that record waits in its reader's buffer (rec_read() keeps it valid
  * until the next call on that reader) for the shard's next turn. Only
- * the shard whose clip is next is read, so a lagging shard holds the
- * merge up only when its clip is due, and memory is the N readers'
- * buffers whatever the number of clips.
+ * the shard whose clip is due is read, so a lagging shard holds the
+ * merge up only around its own clips: until its clip comes, and until
+ * its next record shows that the clip has ended (the format marks no
+ * clip's end). Memory is the N readers' buffers whatever the number of
+ * clips.
  *
  * Every record is passed on as read; an uncompressed payload keeps its
  * CRC (rec_reader_data_crc) so the writer does not hash it again.
