@@ -69,7 +69,7 @@ LIBS_sndfile := $(shell pkg-config --libs sndfile soxr 2>/dev/null)
 LIBS_fftw := $(shell pkg-config --libs fftw3f 2>/dev/null) -lfftw3f_threads
 LIBS_hdf5 := $(shell pkg-config --libs hdf5-serial 2>/dev/null)
 
-PROGS := wavcat segment gpumel h5pack recdump
+PROGS := wavcat segment gpumel h5pack recdump recmerge
 
 # The shared library code, built into one static archive.
 LIB_SRC := $(wildcard lib/*.c)
