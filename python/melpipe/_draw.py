@@ -192,8 +192,8 @@ def draw_waveform(ax, info, p):
 
 
 def summary_page(info, summary, out):
-    fig = Figure(figsize=(13, 11))
-    grid = fig.add_gridspec(3, 2, height_ratios=[0.5, 2, 1.4], hspace=0.4,
+    fig = Figure(figsize=(13, 9.5))
+    grid = fig.add_gridspec(3, 2, height_ratios=[0.45, 2, 1], hspace=0.4,
                             wspace=0.3, left=0.12, right=0.97, top=0.95,
                             bottom=0.06)
     fig.suptitle("%s: summary" % info.path, fontsize=12)

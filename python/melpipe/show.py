@@ -91,31 +91,36 @@ def spread(n, k):
 
 
 def pick_rows(info, k):
-    """Up to k rows, as many labels as possible and each label's rows
-    spread over the file (so over its splits): the first panels show
-    one row of each label."""
-    rows = {}  # label -> [(split, row)] in file order
+    """Up to k rows, the same every time: as many labels as possible,
+    the first panels one row of each; a label's picks go round its
+    splits (starting from a different split for each label) and are
+    spread evenly over each split's rows of that label."""
+    rows = {}  # label -> {split: [rows]}
     for g in info.groups:
-        for r, y in enumerate(info.columns[g]["label"]):
-            rows.setdefault(int(y), []).append((g, r))
+        labels = info.columns[g]["label"]
+        for y in np.unique(labels):
+            rows.setdefault(int(y), {})[g] = np.flatnonzero(labels == y)
     order = sorted(rows, key=lambda y: (y < 0, y))
-    want = dict.fromkeys(order, 0)
-    left = k
-    while left > 0:
+    taken = {(y, g): 0 for y in order for g in rows[y]}
+    cells, turn = [], 0
+    while len(cells) < k:
         grew = False
-        for y in order:
-            if left > 0 and want[y] < len(rows[y]):
-                want[y] += 1
-                left -= 1
+        for j, y in enumerate(order):
+            free = [g for g in info.groups if g in rows[y]
+                    and taken[y, g] < len(rows[y][g])]
+            if len(cells) < k and free:
+                g = free[(j + turn) % len(free)]
+                cells.append((y, g, taken[y, g]))
+                taken[y, g] += 1
                 grew = True
+        turn += 1
         if not grew:
             break
-    chosen = {y: [rows[y][i] for i in spread(len(rows[y]), want[y])]
-              for y in order}
     out = []
-    for turn in range(max(want.values(), default=0)):
-        out += [chosen[y][turn] for y in order if turn < len(chosen[y])]
-    return [info.picked(g, r) for g, r in out]
+    for y, g, c in cells:
+        n, m = len(rows[y][g]), taken[y, g]
+        out.append(info.picked(g, rows[y][g][(c * n) // m]))
+    return out
 
 
 def find_clip(info, name):
