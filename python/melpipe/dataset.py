@@ -161,16 +161,22 @@ class MelDataset:
     def __len__(self):
         return self._n
 
-    def features(self, i):
-        """Row i's features (or samples), before transform."""
+    def features(self, i, limit=None):
+        """Row i's features (or samples), before transform; with limit,
+        only its first limit frames (samples), which for a ragged row is
+        all that is read (a picture of a two-hour clip)."""
         if not -self._n <= i < self._n:
             raise IndexError("row %d of %d" % (i, self._n))
         i %= self._n
         if self.layout == "fixed":
             x = self._read(i, i + 1)[0]
+            if limit is not None:
+                x = x[..., :limit] if self.kind == "features" else x[:limit]
         else:
             c = self._columns()
             start, n = int(c["start"][i]), int(c["n_frames"][i])
+            if limit is not None:
+                n = min(n, max(0, int(limit)))
             x = self._read(start, start + n)
             if self.kind == "features":
                 x = np.ascontiguousarray(x.T)

@@ -47,6 +47,24 @@ def test_every_item_as_h5py_reads_it(datasets):
                                                for r in rows])
 
 
+def test_batches_as_items(datasets):
+    rng = np.random.default_rng(3)
+    for (name, comp), path in sorted(datasets.items()):
+        ds = melpipe.MelDataset(path, "training", dtype="float32",
+                                transform=lambda x: x * 2)
+        n = len(ds)
+        for idx in (rng.permutation(n)[:9], [n - 1, -1, 0, 0, 3],
+                    list(range(4)) + [n - 2]):
+            got = ds.__getitems__(idx)
+            want = [ds[i] for i in idx]
+            assert [y for _, y in got] == [y for _, y in want], name
+            for (a, _), (b, _) in zip(got, want):
+                assert a.dtype == b.dtype and np.array_equal(
+                    a, b, equal_nan=True), (name, comp, idx)
+    with pytest.raises(IndexError):
+        ds.__getitems__([0, n])
+
+
 def test_layouts_kinds_and_shapes(datasets):
     fx = melpipe.MelDataset(datasets["feat-fixed", "none"])
     rg = melpipe.MelDataset(datasets["feat-ragged", "zstd"])
