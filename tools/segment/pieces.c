@@ -141,6 +141,8 @@ static void src_copy(const struct src *s, const struct options *o,
 		}
 		if (k > n)
 			k = n;
+		if (!k) /* a window not at hand: a bug here */
+			abort();
 		if (f)
 			memcpy(dst, from, k * f);
 		dst += k * f;
