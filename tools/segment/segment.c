@@ -26,6 +26,12 @@
  * A windows record in the input (a second segment stage) is cut window by
  * window: each of its windows is a parent record here.
  *
+ * An audio item in pieces (format version 3) is cut as the clip in one
+ * record would be, in pieces.c, keeping about two windows' samples
+ * whatever the clip's length; its windows leave as records that are not
+ * pieces. A skipped record that ends an item cut short follows its last
+ * windows, with the segment index after them.
+ *
  * Samples are written straight from the reader's buffer into the
  * writer's (one copy); a padded window is built in the writer's buffer.
  * Nothing is allocated per record.
