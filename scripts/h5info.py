@@ -13,6 +13,7 @@ scripts/), PREFIX/lib/melpipe/hdf5-plugins once installed (the script in
 PREFIX/bin).
 """
 import os
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -100,8 +101,13 @@ def main(argv):
             counts = np.bincount(lab[lab >= 0], minlength=len(labels))
             per = ", ".join(f"{labels[i]} {c}" for i, c in enumerate(counts))
             # the ragged layout: rows of any length, frames [F, width]
-            rag = (f" ragged ({g['start'].shape[0]} rows of "
-                   f"{feats.shape[0]} frames)" if "start" in g else "")
+            rag = ""
+            if "start" in g:
+                nf = g["n_frames"][()]
+                rag = (f" ragged: {nf.shape[0]} rows, {feats.shape[0]} "
+                       f"{'samples' if feats.ndim == 1 else 'frames'} in "
+                       f"all" + (f" ({nf.min()} to {nf.max()} per row)"
+                                 if nf.shape[0] else ""))
             print(f"  {name}: features {feats.shape} {feats.dtype}{rag}, "
                   f"{len(np.unique(g['clip'][()]))} clips; {per}")
             if feats.shape[0]:
@@ -125,4 +131,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # a reader that goes away (h5info.py x.h5 | head) ends us quietly,
+    # as it does any Unix tool, instead of a BrokenPipeError traceback
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main(sys.argv))

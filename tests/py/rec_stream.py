@@ -313,7 +313,7 @@ class Item:
     __slots__ = ("type", "clip", "offset", "clip_samples", "segment",
                  "label", "sample_rate", "split", "dtype", "key_len", "dim0",
                  "dim1", "key", "data", "index", "win_len", "win_hop",
-                 "n_windows", "win_flags", "flags")
+                 "n_windows", "win_flags", "flags", "cut_short", "pieces")
 
     def last_segment(self):
         """The segment index of the last window the record holds."""
@@ -348,7 +348,7 @@ def window(it, i):
     start = i * it.win_hop
     w = Item()
     for name in Item.__slots__:
-        setattr(w, name, getattr(it, name))
+        setattr(w, name, getattr(it, name, None))
     w.type = T_AUDIO
     w.offset = it.offset + start
     w.segment = it.segment + i
@@ -368,6 +368,57 @@ def expand(items):
             out += [window(it, i) for i in range(it.n_windows)]
         else:
             out.append(it)
+    return out
+
+
+def join(items):
+    """items with every item in pieces replaced by the one record it
+    stands for (formats/record.md, Items in pieces): audio samples and
+    features columns of the pieces side by side, the first piece's
+    offset, the last piece's clip_samples, flags 0. An item cut short
+    (a skipped record after a piece flagged more) becomes the record of
+    the pieces kept, followed by the skipped record; its cut_short
+    attribute is True (False on every other item). Each joined item has
+    the attribute pieces: how many records it came in (1 for the
+    others). The stream must be valid (as read_stream() gives it)."""
+    out, cur, cols = [], None, []
+
+    def close(cut):
+        it = Item()
+        for name in Item.__slots__:
+            setattr(it, name, getattr(cur[0], name, None))
+        it.flags = 0
+        it.clip_samples = cur[-1].clip_samples
+        if it.type == T_AUDIO:
+            it.dim0 = sum(c.dim0 for c in cur)
+            it.data = b"".join(c.data for c in cur)
+        else:
+            es, rows = DTYPES[it.dtype][1], []
+            it.dim1 = sum(c.dim1 for c in cur)
+            for m in range(it.dim0):
+                rows += [c.data[m * c.dim1 * es:(m + 1) * c.dim1 * es]
+                         for c in cur]
+            it.data = b"".join(rows)
+        it.cut_short, it.pieces = cut, len(cur)
+        out.append(it)
+
+    for it in items:
+        if cur is not None:
+            if it.flags & F_CONT:
+                cur.append(it)
+                if not it.flags & F_MORE:
+                    close(False)
+                    cur = None
+                continue
+            close(True)  # a skipped record after a piece flagged more
+            cur = None
+        if it.flags & F_MORE:
+            cur = [it]
+            continue
+        it.cut_short, it.pieces = False, 1
+        out.append(it)
+    if cur is not None:
+        raise ValueError("the items end after a piece flagged more")
     return out
 
 
