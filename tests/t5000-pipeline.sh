@@ -49,6 +49,19 @@ for g in (\"training\", \"validation\", \"testing\"):
 "
 '
 
+test_expect_success 'wavcat writes clips in pieces itself: the same dataset' '
+	wavcat --piece-samples 1000 --rate 4096 --duration 2 DATA/ |
+		$PIPE_S | $PIPE_G | h5pack -o wpieces.h5 &&
+	"$PYTHON" -c "
+import h5py, numpy as np, sys
+a, b = h5py.File(\"out.h5\"), h5py.File(\"wpieces.h5\")
+for g in (\"training\", \"validation\", \"testing\"):
+    for d in (\"features\", \"label\", \"clip\", \"segment\", \"offset\"):
+        if not np.array_equal(a[g][d][()], b[g][d][()]):
+            sys.exit(g + \"/\" + d + \" differs\")
+"
+'
+
 test_expect_success 'two segment stages in a row: 1024-sample windows cut into 512' '
 	$PIPE_W | segment --len 1024 --hop 1024 | $PIPE_S | $PIPE_G |
 		h5pack -o two.h5 &&
