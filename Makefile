@@ -8,6 +8,12 @@
 #   make demo       install what is missing, build, make a small spoken-word
 #                   dataset and turn it into demo/commands.h5
 #   make test       run the tests against the current build only
+#   make check-long the long runs, not in check: a clip of more than two
+#                   hours at 48 kHz through every stage (tests/L*.sh)
+#   make python     the Python package's wheel into build/python
+#                   (python/README.md)
+#   make python-check the Python package's tests (python/tests); part of
+#                   check
 #   make setup      install missing Debian packages and the test venv
 #   make fuzz       run libFuzzer on the record reader and on wavcat's
 #                   decoder, FUZZ_SECONDS each (60); FUZZ_TARGET=rec|decode
@@ -63,7 +69,7 @@ LIBS_sndfile := $(shell pkg-config --libs sndfile soxr 2>/dev/null)
 LIBS_fftw := $(shell pkg-config --libs fftw3f 2>/dev/null) -lfftw3f_threads
 LIBS_hdf5 := $(shell pkg-config --libs hdf5-serial 2>/dev/null)
 
-PROGS := wavcat segment gpumel h5pack recdump
+PROGS := wavcat segment gpumel h5pack recdump recmerge
 
 # The shared library code, built into one static archive.
 LIB_SRC := $(wildcard lib/*.c)
@@ -102,7 +108,7 @@ $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 
 # Extra build pieces (CUDA backend, HDF5 filter plugin, test helpers) are
 # described in their own fragments, included here.
--include $(wildcard tools/*/build.mk) tests/build.mk
+-include $(wildcard tools/*/build.mk) tests/build.mk python/python.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
@@ -112,12 +118,18 @@ setup:
 check: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory test
+	$(Q)$(MAKE) --no-print-directory python-check
 	$(Q)$(MAKE) --no-print-directory SAN=1 all test-helpers
 	$(Q)MELPIPE_BIN=$(CURDIR)/build/san/bin MELPIPE_SAN=1 \
 		prove -j2 --timer tests/t[0-9]*.sh
 
 test: all test-helpers
 	$(Q)prove -j2 --timer tests/t[0-9]*.sh
+
+# Long runs, not in check: a clip of more than two hours end to end.
+check-long: setup
+	$(Q)$(MAKE) --no-print-directory all test-helpers
+	$(Q)prove --timer tests/L[0-9]*.sh
 
 demo: setup
 	$(Q)$(MAKE) --no-print-directory all
@@ -154,4 +166,4 @@ install: all man
 clean:
 	rm -rf build bin
 
-.PHONY: all setup check test demo man install clean test-helpers
+.PHONY: all setup check check-long test demo man install clean test-helpers

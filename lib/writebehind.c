@@ -31,7 +31,7 @@ enum { WB_FREE, WB_QUEUED, WB_INPIPE };
 /* The programs whose reading makes vmsplice safe: every stage reads its
  * input with read(2) through this library. */
 static const char *const suite_progs[] = {
-	"wavcat", "segment", "gpumel", "h5pack", "recdump", NULL
+	"wavcat", "segment", "gpumel", "h5pack", "recdump", "recmerge", NULL
 };
 
 struct writebehind {

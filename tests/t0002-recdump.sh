@@ -275,4 +275,20 @@ test_expect_success 'a closed output pipe ends recdump with a message' '
 	test_grep "^recdump: unable to write to standard output: Broken pipe" err
 '
 
+# A shard K/N holds the clips whose index is K modulo N (formats/record.md,
+# Shard streams): no warning for a whole shard, even an empty one, and a
+# warning naming the shard for one that lacks clips.
+test_expect_success 'shard streams: their own clips are all recdump expects' '
+	J=0123456789abcdef0123456789abcdef01234567 &&
+	rec-gen -t mixed -n 7 >whole.rec &&
+	for s in 0/3 1/3 2/3 6/9 8/9; do
+		rec-copy --shard $s --job $J <whole.rec >s.rec &&
+		recdump s.rec >/dev/null 2>err &&
+		! test -s err || return 1
+	done &&
+	rec-copy --shard 1/3 --job $J -n 4 <whole.rec >short.rec &&
+	recdump short.rec >/dev/null 2>err &&
+	test_grep "shard 1/3 of 7 clips should hold 2, the records cover 1 (highest index 1)" err
+'
+
 test_done

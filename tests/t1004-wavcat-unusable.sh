@@ -121,7 +121,7 @@ test_expect_success 'with --rate the unusable inputs are the same' '
 	test $(grep -c " audio " actual) = 3
 '
 
-test_expect_success 'a clip too long for a record is skipped, not allocated' '
+test_expect_success 'a clip longer than a record holds comes in pieces' '
 	"$PYTHON" -c "
 import struct
 n = (1 << 27) + 1          # one sample more than 256 MiB of s16 holds
@@ -133,12 +133,16 @@ with open(\"long.wav\", \"wb\") as f:
     f.truncate(44 + 2 * n)  # sparse: no disk used
 " &&
 	cp U/w/a_good.wav short.wav &&
-	wavcat --rate 16000 long.wav short.wav >l.rec 2>err &&
-	test_grep "long.wav.: too long: 134217729 samples" err &&
-	test_grep "more than a record holds (134217728); give --duration" err &&
-	$RR l.rec --records >actual &&
-	test_grep "^0 skipped" actual &&
-	test_grep "^1 audio" actual
+	wavcat -v --rate 16000 long.wav short.wav 2>err |
+		recdump >actual &&
+	test_grep "done 2 clips, skipped 0" err &&
+	! grep "too long" err &&
+	test_grep "1 clips longer than 4194304 samples in 33 pieces" err &&
+	# 32 pieces of 2^22 samples, a last one of 1, then short.wav whole
+	test $(grep -c "^[0-9]* audio clip=0 .*dims=4194304x1 piece=more" \
+		actual) = 32 &&
+	test_grep "^33 audio clip=0 .*offset=134217728 clip_samples=134217729 .*dims=1x1 piece=cont key=.long.wav" actual &&
+	test_grep "^34 audio clip=1 .*dims=16000x1 key=.short.wav" actual
 '
 
 test_expect_success 'clips of silence and tiny clips are kept' '
@@ -186,15 +190,17 @@ test_expect_success 'a long clip alone sets the rate' '
 	test_grep "^0 audio" actual
 '
 
-test_expect_success 'too long for f32: every input unusable, said so' '
+test_expect_success 'longer than a record of f32: in pieces, and sets the rate' '
 	cp U/w/e1.wav a_junk.wav &&
-	test_expect_code 1 wavcat --dtype f32 a_junk.wav long48k.flac \
-		>o.rec 2>err &&
+	wavcat -v --dtype f32 a_junk.wav long48k.flac 2>err |
+		recdump >actual &&
 	test_grep "^wavcat: .a_junk.wav.: unable to decode" err &&
-	test_grep "^wavcat: .long48k.flac.: too long: 86400000 samples" err &&
-	test_grep "^wavcat: no usable input: all 2 inputs are unusable (see above)$" err &&
-	! grep "give --rate" err &&
-	test $(wc -l <err) = 3
+	test_grep "sample rate 48000 Hz, from .long48k.flac." err &&
+	test_grep "done 1 clips, skipped 1" err &&
+	! grep "too long" err &&
+	# 86,400,000 samples: 20 pieces of 2^22 and a last of 2,513,920
+	test_grep "1 clips longer than 4194304 samples in 21 pieces" err &&
+	test_grep "^22 audio clip=1 .*offset=83886080 clip_samples=86400000 .*dtype=f32 dims=2513920x1 piece=cont" actual
 '
 
 test_expect_success 'unusable inputs before the one that sets the rate: warned once' '

@@ -10,7 +10,7 @@ test_description='make install: programs, plugins, manual pages, documents'
 
 test_have_prereq NOSAN || skip_all "installs the normal build, not this one"
 
-PROGS="wavcat segment gpumel h5pack recdump"
+PROGS="wavcat segment gpumel h5pack recdump recmerge"
 D=$PWD/dest/usr
 
 # run_in_tags PAGE: prints the option tags of PAGE (the line after .TP)
@@ -58,7 +58,7 @@ test_expect_success 'a manual page per program, made from its --help' '
 # gpumel's --help has an "Example:" paragraph whose second line help2man
 # takes for an option; the others an "Examples:" section.
 test_expect_success 'the examples are a section of their own' '
-	for p in wavcat segment h5pack recdump; do
+	for p in wavcat segment h5pack recdump recmerge; do
 		test_grep "^\.SH EXAMPLES" "$D/share/man/man1/$p.1" || exit 1
 	done
 '

@@ -9,8 +9,15 @@
  * frames, and every features item of more than N frames, into pieces of
  * N (formats/record.md, Items in pieces), so that the stages can be
  * tested on items in pieces without a long input.
+ *
+ * With --shard K/N it keeps only the clips whose index is K modulo N and
+ * marks the header as that shard (formats/record.md, Shard streams), as
+ * wavcat --shard would have written it, so that recmerge can be tested
+ * on shards of any stream; --job gives the job's fingerprint where the
+ * input has none.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +33,8 @@ struct opts {
 	uint64_t hop;        /* --hop: 0 = the header's hop_length */
 	int unknown_length;  /* --unknown-length: clip_samples 0 in more */
 	int empty_last;      /* --empty-last: an empty last piece */
+	uint32_t shard_k, shard_n; /* --shard K/N: 0/0 = every clip */
+	const char *job;     /* --job: NULL = the input's */
 };
 
 /* What re-cutting needs beside the options. */
@@ -48,6 +57,8 @@ static void usage(FILE *f)
 "  -h, --help             show this help and exit\n"
 "      --hop N            with --pieces: the hop of features records\n"
 "                         (default the header's hop_length)\n"
+"      --job HEX          with --shard: the header's job (40 lowercase hex\n"
+"                         digits); needed when the input has none\n"
 "      --max-record SIZE  reader payload cap (default 256M)\n"
 "  -n, --limit N          copy the first N data records only\n"
 "      --no-trailer       end without a trailer, as a failed stage does\n"
@@ -57,6 +68,8 @@ static void usage(FILE *f)
 "                         hop_length); items already in pieces, windows\n"
 "                         and skipped records are copied as they are\n"
 "  -r, --reserve          write payloads with rec_write_reserve/commit\n"
+"      --shard K/N        keep only the clips whose index is K modulo N\n"
+"                         and set the header's shard to K/N\n"
 "      --unknown-length   with --pieces: clip_samples 0 in the pieces\n"
 "                         flagged more, as a writer that learns the\n"
 "                         length at the end gives it\n"
@@ -65,7 +78,31 @@ static void usage(FILE *f)
 }
 
 enum { OPT_MAX_RECORD = 256, OPT_NO_TRAILER, OPT_UNKNOWN_LENGTH,
-       OPT_EMPTY_LAST, OPT_HOP };
+       OPT_EMPTY_LAST, OPT_HOP, OPT_SHARD, OPT_JOB };
+
+/* --shard K/N: 0 <= K < N. */
+static void parse_shard(const char *arg, struct opts *o)
+{
+	unsigned long long k, n;
+	int used = 0;
+
+	if (sscanf(arg, "%llu/%llu%n", &k, &n, &used) != 2 ||
+	    arg[used] || n == 0 || n > UINT32_MAX || k >= n)
+		prog_usage_error("invalid value '%s' for --shard: expected "
+				 "K/N, 0 <= K < N", arg);
+	o->shard_k = (uint32_t)k;
+	o->shard_n = (uint32_t)n;
+}
+
+/* --job: a SHA-1 in hex, as the spec writes it. */
+static void parse_job(const char *arg, struct opts *o)
+{
+	if (strlen(arg) != 40 ||
+	    strspn(arg, "0123456789abcdef") != 40)
+		prog_usage_error("invalid value '%s' for --job: expected 40 "
+				 "lowercase hex digits", arg);
+	o->job = arg;
+}
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
@@ -74,11 +111,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "empty-last", no_argument, NULL, OPT_EMPTY_LAST },
 		{ "help", no_argument, NULL, 'h' },
 		{ "hop", required_argument, NULL, OPT_HOP },
+		{ "job", required_argument, NULL, OPT_JOB },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "max-record", required_argument, NULL, OPT_MAX_RECORD },
 		{ "no-trailer", no_argument, NULL, OPT_NO_TRAILER },
 		{ "pieces", required_argument, NULL, 'p' },
 		{ "reserve", no_argument, NULL, 'r' },
+		{ "shard", required_argument, NULL, OPT_SHARD },
 		{ "unknown-length", no_argument, NULL, OPT_UNKNOWN_LENGTH },
 		{ "zstd", required_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 }
@@ -125,6 +164,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_EMPTY_LAST:
 			o->empty_last = 1;
 			break;
+		case OPT_SHARD:
+			parse_shard(optarg, o);
+			break;
+		case OPT_JOB:
+			parse_job(optarg, o);
+			break;
 		case 'z':
 			o->level = (int)prog_arg_u64("--zstd", optarg, 0, 19);
 			break;
@@ -137,6 +182,33 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	if ((o->unknown_length || o->empty_last || o->hop) && !o->pieces)
 		prog_usage_error("--unknown-length, --empty-last and --hop go "
 				 "with --pieces");
+	if (o->job && !o->shard_n)
+		prog_usage_error("--job goes with --shard");
+}
+
+/* The output header: the input's, marked as shard K/N with --shard. NULL
+ * after a message. */
+static rec_header *output_header(const rec_header *in, const struct opts *o)
+{
+	rec_header *h = rec_header_dup(in);
+	char v[32];
+
+	if (!h || !o->shard_n)
+		return h;
+	if (!o->job && !rec_header_get(in, "job")) {
+		prog_err("--shard: the input has no job: give --job");
+		rec_header_free(h);
+		return NULL;
+	}
+	snprintf(v, sizeof(v), "%" PRIu32 "/%" PRIu32, o->shard_k,
+		 o->shard_n);
+	if (rec_header_set(h, "shard", v) ||
+	    (o->job && rec_header_set(h, "job", o->job))) {
+		prog_err("out of memory");
+		rec_header_free(h);
+		return NULL;
+	}
+	return h;
 }
 
 static int copy_item(rec_writer *w, const rec_item *it, int reserve)
@@ -227,6 +299,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	rec_reader *r = NULL;
 	rec_writer *w = NULL;
+	rec_header *out_h = NULL;
 	rec_item it;
 	struct cutter cut = { .o = &o };
 	int err, status = EXIT_FAIL;
@@ -242,7 +315,10 @@ int main(int argc, char **argv)
 		prog_err("%s", rec_reader_detail(r));
 		goto out;
 	}
-	err = rec_writer_open(&w, STDOUT_FILENO, rec_reader_header(r),
+	out_h = output_header(rec_reader_header(r), &o);
+	if (!out_h)
+		goto out;
+	err = rec_writer_open(&w, STDOUT_FILENO, out_h,
 			      &(rec_writer_opts){ .zstd_level = o.level,
 						  .buffer_size = o.buffer,
 						  .name = "stdout" });
@@ -254,6 +330,8 @@ int main(int argc, char **argv)
 		err = rec_read(r, &it);
 		if (err)
 			break;
+		if (o.shard_n && it.clip % o.shard_n != o.shard_k)
+			continue; /* (all of a clip's records go together) */
 		if (it.type == REC_T_FEATURES && o.pieces && !cut.hop) {
 			const char *h = rec_header_get(rec_reader_header(r),
 						       "hop_length");
@@ -284,6 +362,7 @@ int main(int argc, char **argv)
 	status = EXIT_OK;
 out:
 	free(cut.buf);
+	rec_header_free(out_h);
 	rec_writer_close(w);
 	rec_reader_close(r);
 	return status;

@@ -24,8 +24,10 @@
  * plus the compression threads' chunks in flight (16 of 1 MiB, each with
  * its output) and a chunk and a compressor each: 60 MiB in all with 2
  * threads, 90 MiB with 16. The ragged layout (h5ragged.c) buffers its
- * per-row columns apart, 128 KiB a group more.
- * Nothing is allocated per record.
+ * per-row columns apart, 128 KiB a group more. An item in pieces
+ * (h5pieces.c) adds nothing but, in the fixed layout, its first row
+ * gathered apart, and a chunk to read back what its top_db floor raises
+ * (h5clamp.c). Nothing is allocated per record.
  */
 #include "h5out.h"
 
@@ -49,7 +51,10 @@ int h5out_add(h5out *h, const rec_item *it)
 		return -1;
 	}
 	if (it->type == REC_T_SKIPPED)
-		return add_skipped(h, it);
+		return h->join.open && join_cut(h, it) ? -1
+						       : add_skipped(h, it);
+	if (h->join.open || rec_item_is_piece(it))
+		return join_piece(h, it);
 	return add_row(h, it);
 }
 
@@ -89,6 +94,11 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	double t0 = prog_now();
 	int ret = -1;
 
+	if (h->join.open) { /* the reader refuses such a stream */
+		prog_err("the stream ended inside an item in pieces: not "
+			 "writing '%s'", h->name);
+		goto out;
+	}
 	if (check_clips(h))
 		goto out;
 	if (!h->shape_known && set_shape(h, NULL))
@@ -212,6 +222,8 @@ int h5out_create(h5out **out, const char *path, const char *name,
 	}
 	h->o = *o;
 	h->name = name;
+	h->clamp = o->kind == REC_T_FEATURES && o->top_db >= 0 &&
+		   o->dtype != REC_S16;
 	h5_catch_errors();
 	limit_free_lists();
 	h->file = h->ftype = h->dxpl = NO_ID;
@@ -251,6 +263,8 @@ void h5out_close(h5out *h)
 		close_group(&h->groups[s]);
 	table_free(&h->clips);
 	table_free(&h->skipped);
+	join_free(&h->join);
+	free(h->block);
 	if (h->ftype >= 0)
 		H5Tclose(h->ftype);
 	if (h->dxpl >= 0)

@@ -32,6 +32,9 @@ struct h5out_opts {
 	size_t jobs;             /* threads compressing whole features
 				    chunks (the file is the same for any
 				    number) */
+	float top_db;            /* features items in pieces are raised to
+				    their max - top_db (the header's
+				    top_db); < 0: left as they are */
 };
 
 /* What the file holds, for the summary line. */
@@ -52,7 +55,10 @@ int h5out_create(h5out **out, const char *path, const char *name,
 /* Adds one data record: a row of its split's group (audio, features) or
  * a row of /skipped; either way its clip's row of /clips. A record whose
  * element type or shape (ragged: n_mels or channels) differs from the
- * first one's is an error. */
+ * first one's is an error. The pieces of an item (rec_item.flags) are
+ * joined into one row as they come, as records in the order the reader
+ * hands them out; a skipped record after a piece flagged more ends the
+ * item there (cut short). */
 int h5out_add(h5out *h, const rec_item *it);
 /* Writes the remaining rows, the tables and the attributes (hdr: the
  * stream header with h5pack's own stage added) and closes the file. */

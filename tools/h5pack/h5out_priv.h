@@ -2,8 +2,10 @@
  * h5out_priv.h - the writer's state, shared by the files that make up
  * h5out (h5out.h): h5out.c (the file, creating and finishing it),
  * h5fail.c (the library's errors as messages), h5layout.c (the groups and
- * their datasets), h5rows.c (the rows) and h5tables.c (the tables and the
- * clip accounting). Nothing outside those files includes it.
+ * their datasets), h5rows.c (the rows), h5pieces.c (items in pieces
+ * joined into rows), h5clamp.c (their top_db floor) and h5tables.c (the
+ * tables and the clip accounting). Nothing outside those files includes
+ * it.
  */
 #ifndef MELPIPE_H5OUT_PRIV_H
 #define MELPIPE_H5OUT_PRIV_H
@@ -61,6 +63,24 @@ struct table {
 	size_t text_len, text_cap;
 };
 
+/* An item in pieces being joined into one row (h5pieces.c): the fields
+ * of its first piece, where its frames go, and their range for top_db. */
+struct join {
+	int open;             /* the last record was a piece flagged more */
+	int split;
+	int32_t label;
+	uint64_t clip, offset;
+	uint32_t segment;
+	uint32_t width;       /* n_mels, or channels */
+	uint64_t frames;      /* joined so far (audio: samples) */
+	uint64_t start;       /* ragged: its first frame in features */
+	float max, min;       /* of its values so far (clamp only) */
+	/* fixed layout, before the first row fixes the shape: its frames
+	 * [frame][width] until it ends */
+	unsigned char *stage;
+	size_t stage_len, stage_cap;
+};
+
 struct h5out {
 	struct h5out_opts o;
 	const char *name;
@@ -79,7 +99,16 @@ struct h5out {
 	hsize_t chunk_rows;
 	char *first_key;      /* names the first row in shape errors */
 
+	struct join join;
+	int clamp;              /* items in pieces get the top_db floor */
+	unsigned char *block;   /* a features chunk read back to clamp it */
+
 	struct table clips, skipped;
+	uint64_t clip_row;      /* the current clip's row of /clips */
+	int64_t clip_samples;   /* its n_samples as it stands */
+	int clip_rows;          /* a row of it came (or is being joined) */
+	int clip_cut;           /* a skipped record after its rows set
+				   n_samples: the samples kept, final */
 	uint64_t n_clips;       /* one more than the highest clip index */
 	uint64_t clips_seen;
 	uint64_t missing;       /* clip indices passed over, never to come */
@@ -127,6 +156,14 @@ int close_groups(h5out *h);
 /* h5rows.c */
 
 int set_shape(h5out *h, const rec_item *it);
+/* The checks of a row's record: element type, kind, shape (for a piece
+ * of an item, the width only: n_mels or channels), segment and offset;
+ * the first row fixes the shape (not a piece in the fixed layout, whose
+ * item must end first). */
+int check_row(h5out *h, const rec_item *it, int piece);
+/* "'KEY': shape AxB differs from ..." for the fixed layout; -1. */
+int shape_error(const h5out *h, const rec_item *it, uint64_t dim0,
+		uint64_t dim1, const char *what);
 /* Writes n rows from buf (mtype) at row `at` of d, grown to hold them. */
 int append_rows(h5out *h, hid_t d, hid_t mtype, int rank, hsize_t at,
 		hsize_t n, const void *buf);
@@ -147,6 +184,36 @@ uint64_t group_rows(const h5out *h, const struct group *g);
 
 int add_ragged_row(h5out *h, struct group *g, const rec_item *it);
 int flush_ragged(h5out *h, struct group *g, int final);
+/* Appends len frames of the record (features: transposed) to the group's
+ * features, a full chunk written at once. */
+int add_frames(h5out *h, struct group *g, const rec_item *it, size_t len);
+/* The per-row columns of a row whose frames are in features; n_frames
+ * frames from start. */
+int add_ragged_item(h5out *h, struct group *g, const struct join *j);
+/* Frames [from, from + n) of a [width][len] matrix into dst as
+ * [n][width]; elements of 2 or 4 bytes. */
+void transpose(unsigned char *dst, const unsigned char *src, size_t esize,
+	       size_t width, size_t len, size_t from, size_t n);
+
+/* h5pieces.c: items in pieces */
+
+/* Adds a piece: the first one opens the item, the last one makes it a
+ * row. */
+int join_piece(h5out *h, const rec_item *it);
+/* The item is cut short by the skipped record it: a row of what came. */
+int join_cut(h5out *h, const rec_item *it);
+void join_free(struct join *j);
+
+/* h5clamp.c: the top_db floor of a features item that came in pieces */
+
+/* Widens the range of the item's values by the n values at p. */
+void clamp_range(struct join *j, int dtype, const void *p, size_t n);
+/* Raises the n values at p (a row in memory) to the item's floor. */
+void clamp_memory(const h5out *h, const struct join *j, void *p, size_t n);
+/* Raises the item's frames in the group's features, those in the file
+ * (read back and rewritten a chunk at a time) and those still buffered,
+ * to its floor. */
+int clamp_ragged(h5out *h, struct group *g, const struct join *j);
 
 /* h5tables.c */
 
@@ -155,6 +222,9 @@ int table_flush(h5out *h, struct table *t, int final);
 int table_close(h5out *h, struct table *t);
 void table_free(struct table *t);
 int write_labels(h5out *h, const rec_header *hdr);
+/* Gives the record's clip its row of /clips at its first record; later
+ * records raise its n_samples to theirs, but a skipped record after the
+ * clip's rows sets it (the samples kept of a clip cut short). */
 int note_clip(h5out *h, const rec_item *it);
 int add_skipped(h5out *h, const rec_item *it);
 int check_clips(h5out *h);

@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <float.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,13 +77,19 @@ static void usage(FILE *f)
 "type and label, clip, segment, offset per row; /labels, /clips (path,\n"
 "label, split, n_samples, sample_rate per clip) and /skipped (path, reason\n"
 "per unusable input); the stream's parameters and provenance as root\n"
-"attributes. An audio stream gives rows of samples [N, n_samples].\n"
+"attributes. An audio stream gives rows of samples [N, n_samples]\n"
+"([N, n_samples, channels] for more than one channel).\n"
 "\n"
 "A stream whose header fixes no length (no wavcat --duration, no segment)\n"
-"is stored ragged: features [frames, n_mels] (samples [samples, channels]\n"
-"for audio) hold every row's frames one after another, and start and\n"
-"n_frames per row say where each one is. formats/hdf5.md has the details\n"
+"is stored ragged: features [frames, n_mels] holds every row's frames one\n"
+"after another, and start and n_frames per row say where each one is; for\n"
+"audio, features holds the samples, [samples] (mono) or [samples, channels],\n"
+"and start and n_frames count samples. formats/hdf5.md has the details\n"
 "(installed in PREFIX/share/doc/melpipe).\n"
+"\n"
+"An item that comes in pieces (record format 3) is one row, its pieces\n"
+"joined as they come; features in pieces, which gpumel leaves unclamped,\n"
+"are raised here to the whole item's max - top_db (the header's top_db).\n"
 "\n"
 "OUT.h5 appears only once the whole stream has arrived intact and the file\n"
 "is written and synced; until then it is a temporary file in the same\n"
@@ -299,6 +306,19 @@ static uint64_t rows_expected(const rec_header *hdr, uint64_t clips)
 							   : clips * per_clip;
 }
 
+/* The header's top_db, a number of dB (gpumel's floor, which h5pack
+ * applies to a features item that came in pieces), or -1 when it has
+ * none ('none', absent, or not a number). */
+static float header_top_db(const rec_header *hdr)
+{
+	const char *v = rec_header_get(hdr, "top_db");
+	double d;
+
+	if (!v || opt_parse_double(v, 0, FLT_MAX, &d))
+		return -1;
+	return (float)d;
+}
+
 /* The writer's settings from the stream header; -1 on a stream h5pack
  * cannot turn into a dataset. */
 static int stream_settings(const rec_header *hdr, const char *in_name,
@@ -344,6 +364,7 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 	ho->level = o->level;
 	ho->chunk_bytes = o->chunk_bytes;
 	ho->jobs = o->co.jobs ? o->co.jobs : default_jobs();
+	ho->top_db = ho->kind == REC_T_FEATURES ? header_top_db(hdr) : -1;
 	return 0;
 }
 
@@ -405,8 +426,6 @@ static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 			prog_err("%s", rec_reader_detail(r));
 			break;
 		}
-		if (prog_refuse_piece(&it, rec_reader_count(r)))
-			break;
 		if (it.type == REC_T_WINDOWS ? add_windows(h, &it, &pad,
 							   &pad_cap)
 					     : h5out_add(h, &it))

@@ -5,7 +5,8 @@
  * start and count of its frames.
  *
  * The frames fill the group's buffer of one features chunk, a record
- * spilling over into the next chunks; a full chunk goes to the file (or
+ * spilling over into the next chunks (an item in pieces, h5pieces.c, a
+ * piece at a time, its row of the per-row columns added at its end); a full chunk goes to the file (or
  * the compression threads) as in the fixed layout, so the same chunks
  * are written in the same order for any --jobs. The per-row columns fill
  * chunks of their own and are written when one is full.
@@ -24,9 +25,8 @@
  * width rows they come from stay in the cache from one frame to the
  * next.
  */
-static void transpose(unsigned char *dst, const unsigned char *src,
-		      size_t esize, size_t width, size_t len, size_t from,
-		      size_t n)
+void transpose(unsigned char *dst, const unsigned char *src, size_t esize,
+	       size_t width, size_t len, size_t from, size_t n)
 {
 	if (esize == 2) {
 		for (size_t f = 0; f < n; f++)
@@ -91,8 +91,7 @@ int flush_ragged(h5out *h, struct group *g, int final)
 }
 
 /* The record's frames into the buffer, a full chunk written at once. */
-static int add_frames(h5out *h, struct group *g, const rec_item *it,
-		      size_t len)
+int add_frames(h5out *h, struct group *g, const rec_item *it, size_t len)
 {
 	size_t esize = rec_dtype_size(h->o.dtype);
 	size_t width = h->fdim[0];
@@ -128,4 +127,19 @@ int add_ragged_row(h5out *h, struct group *g, const rec_item *it)
 	if (++g->ni == g->icap && flush_part(h, g, 0, 0))
 		return -1;
 	return add_frames(h, g, it, len);
+}
+
+int add_ragged_item(h5out *h, struct group *g, const struct join *j)
+{
+	size_t i = g->ni;
+
+	g->label[i] = j->label;
+	g->clip[i] = (int32_t)j->clip;
+	g->segment[i] = (int32_t)j->segment;
+	g->offset[i] = (int64_t)j->offset;
+	g->start[i] = (int64_t)j->start;
+	g->n_frames[i] = (int32_t)j->frames;
+	if (++g->ni == g->icap && flush_part(h, g, 0, 0))
+		return -1;
+	return 0;
 }

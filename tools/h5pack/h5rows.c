@@ -240,7 +240,28 @@ static int check_width(h5out *h, const rec_item *it)
 	return 0;
 }
 
-static int check_row(h5out *h, const rec_item *it)
+int shape_error(const h5out *h, const rec_item *it, uint64_t dim0,
+		uint64_t dim1, const char *what)
+{
+	prog_err("'%.*s': shape %" PRIu64 "x%" PRIu64 "%s differs from "
+		 "%" PRIu32 "x%" PRIu32 " of the first record ('%s'); a "
+		 "dataset needs one shape (segment with --last pad gives "
+		 "one)", (int)it->key_len, it->key, dim0, dim1, what,
+		 h->dim0, h->dim1, h->first_key);
+	return -1;
+}
+
+/* A piece of an item in the fixed layout: the same n_mels (features) or
+ * channels (audio) as the rows; its length counts once joined. */
+static int check_piece_width(const h5out *h, const rec_item *it)
+{
+	if (h->o.kind == REC_T_AUDIO ? it->dim1 == h->dim1
+				     : it->dim0 == h->dim0)
+		return 0;
+	return shape_error(h, it, it->dim0, it->dim1, " (a piece of an item)");
+}
+
+int check_row(h5out *h, const rec_item *it, int piece)
 {
 	if (it->dtype != h->o.dtype) {
 		prog_err("'%.*s': element type %s, but the stream header "
@@ -258,18 +279,17 @@ static int check_row(h5out *h, const rec_item *it)
 		return -1;
 	}
 	if (!h->shape_known) {
-		if (set_shape(h, it))
+		/* a fixed row's length is its whole item's */
+		if ((!piece || h->o.ragged) && set_shape(h, it))
 			return -1;
 	} else if (h->o.ragged) {
 		if (check_width(h, it))
 			return -1;
+	} else if (piece) {
+		if (check_piece_width(h, it))
+			return -1;
 	} else if (it->dim0 != h->dim0 || it->dim1 != h->dim1) {
-		prog_err("'%.*s': shape %" PRIu32 "x%" PRIu32 " differs from "
-			 "%" PRIu32 "x%" PRIu32 " of the first record ('%s'); "
-			 "a dataset needs one shape (segment with --last pad "
-			 "gives one)", (int)it->key_len, it->key, it->dim0,
-			 it->dim1, h->dim0, h->dim1, h->first_key);
-		return -1;
+		return shape_error(h, it, it->dim0, it->dim1, "");
 	}
 	if (it->segment > INT32_MAX || it->offset > INT64_MAX) {
 		prog_err("'%.*s': segment %" PRIu32 " or offset %" PRIu64
@@ -284,7 +304,7 @@ int add_row(h5out *h, const rec_item *it)
 {
 	struct group *g;
 
-	if (check_row(h, it) || note_clip(h, it))
+	if (check_row(h, it, 0) || note_clip(h, it))
 		return -1;
 	if (!h->has_group[it->split] && make_group(h, it->split))
 		return -1;

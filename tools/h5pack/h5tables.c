@@ -284,6 +284,56 @@ static int clip_row(h5out *h, const rec_item *it)
 	return table_next(h, t);
 }
 
+/* Sets the current clip's n_samples: in the buffered block when its row
+ * is there still, else in the file (one element; a rare write: a clip's
+ * length given only by its later records). */
+static int set_clip_samples(h5out *h, int64_t n)
+{
+	struct table *t = &h->clips;
+	struct column *c = &t->col[CLIP_SAMPLES];
+	hsize_t at = h->clip_row, one = 1;
+	hid_t fspace = NO_ID, mspace = NO_ID;
+	int ret = -1;
+
+	h->clip_samples = n;
+	if (at >= t->rows) {
+		memcpy(c->buf + (at - t->rows) * c->size, &n, sizeof(n));
+		return 0;
+	}
+	fspace = H5Dget_space(c->d);
+	mspace = H5Screate_simple(1, &one, NULL);
+	if (fspace >= 0 && mspace >= 0 &&
+	    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &at, NULL, &one,
+				NULL) >= 0 &&
+	    H5Dwrite(c->d, c->mtype, mspace, fspace, h->dxpl, &n) >= 0)
+		ret = 0;
+	if (fspace >= 0)
+		H5Sclose(fspace);
+	if (mspace >= 0)
+		H5Sclose(mspace);
+	return ret ? h5_fail(h, "write a table") : 0;
+}
+
+/* A later record of the current clip: its n_samples is the largest
+ * clip_samples of its records (pieces and windows flagged more may give
+ * 0, the length not known yet), but the samples kept once a skipped
+ * record follows the clip's rows (cut short: formats/record.md). */
+static int same_clip(h5out *h, const rec_item *it)
+{
+	int64_t n = (int64_t)it->clip_samples;
+
+	if (it->type == REC_T_SKIPPED && h->clip_rows) {
+		h->clip_cut = 1;
+	} else {
+		h->clip_rows |= it->type != REC_T_SKIPPED;
+		if (h->clip_cut || n <= h->clip_samples)
+			return 0;
+	}
+	if (h->missing || n == h->clip_samples)
+		return 0;
+	return set_clip_samples(h, n);
+}
+
 /* The record's clip gets its row of /clips from the first record of it.
  * Clips come in increasing order (the reader makes sure), so a clip is
  * new when its index is above the last one's, and an index passed over
@@ -311,7 +361,7 @@ int note_clip(h5out *h, const rec_item *it)
 		return -1;
 	}
 	if (it->clip + 1 == h->n_clips)
-		return 0;
+		return same_clip(h, it);
 	if (it->clip > h->n_clips) {
 		if (!h->missing)
 			h->first_missing = h->n_clips;
@@ -319,6 +369,10 @@ int note_clip(h5out *h, const rec_item *it)
 	}
 	h->n_clips = it->clip + 1;
 	h->clips_seen++;
+	h->clip_row = h->clips.rows + h->clips.n;
+	h->clip_samples = (int64_t)it->clip_samples;
+	h->clip_rows = it->type != REC_T_SKIPPED;
+	h->clip_cut = 0;
 	return h->missing ? 0 : clip_row(h, it);
 }
 

@@ -436,15 +436,35 @@ static void check_clips(const struct totals *t, const rec_header *h,
 			const char *name)
 {
 	const char *v = rec_header_get(h, "clips");
-	uint64_t want;
+	const char *sh = rec_header_get(h, "shard");
+	uint64_t want, total, k = 0, n = 1, last;
+	int end = 0;
 
-	if (v == NULL || opt_parse_u64(v, 0, UINT64_MAX, 0, &want) != 0)
+	if (v == NULL || opt_parse_u64(v, 0, UINT64_MAX, 0, &total) != 0)
 		return;
-	if (t->clips == want && (want == 0 || t->last_clip == want - 1))
+	/* a shard K/N holds the clips whose index is K modulo N
+	 * (formats/record.md, Shard streams) */
+	if (sh != NULL && (sscanf(sh, "%" SCNu64 "/%" SCNu64 "%n", &k, &n,
+				  &end) != 2 || sh[end] != '\0' || n == 0 ||
+			   k >= n)) {
+		prog_warn("%s: the header's shard '%s' is not K/N with K < N",
+			  name, sh);
 		return;
-	prog_warn("%s: the header announces %" PRIu64 " clips, the records "
-		  "cover %" PRIu64 " (highest index %" PRIu64 ")", name, want,
-		  t->clips, t->clips ? t->last_clip : 0);
+	}
+	want = total > k ? (total - k + n - 1) / n : 0;
+	last = want ? k + (want - 1) * n : 0;
+	if (t->clips == want && (want == 0 || t->last_clip == last))
+		return;
+	if (sh != NULL)
+		prog_warn("%s: shard %s of %" PRIu64 " clips should hold %"
+			  PRIu64 ", the records cover %" PRIu64 " (highest "
+			  "index %" PRIu64 ")", name, sh, total, want,
+			  t->clips, t->clips ? t->last_clip : 0);
+	else
+		prog_warn("%s: the header announces %" PRIu64 " clips, the "
+			  "records cover %" PRIu64 " (highest index %" PRIu64
+			  ")", name, total, t->clips,
+			  t->clips ? t->last_clip : 0);
 }
 
 /* ------------------------------------------------------------------ */

@@ -26,6 +26,12 @@
  * A windows record in the input (a second segment stage) is cut window by
  * window: each of its windows is a parent record here.
  *
+ * An audio item in pieces (format version 3) is cut as the clip in one
+ * record would be, in pieces.c, keeping about two windows' samples
+ * whatever the clip's length; its windows leave as records that are not
+ * pieces. A skipped record that ends an item cut short follows its last
+ * windows, with the segment index after them.
+ *
  * Samples are written straight from the reader's buffer into the
  * writer's (one copy); a padded window is built in the writer's buffer.
  * Nothing is allocated per record.
@@ -41,35 +47,9 @@
 #include "../../lib/rec.h"
 #include "../common/opts.h"
 #include "../common/prog.h"
+#include "segment.h"
 
 #define MAX_WINDOW (1u << 30) /* samples; the payload cap bites first */
-
-enum last_mode { LAST_PAD, LAST_DROP };
-
-struct options {
-	uint32_t len;
-	uint32_t hop;
-	enum last_mode last;
-	int copy;           /* one audio record per window */
-	const char *input;  /* NULL: stdin */
-	struct prog_common co; /* -o (NULL: stdout); no -j */
-};
-
-struct stats {
-	uint64_t in_audio;   /* audio records (or windows of windows
-				records) read */
-	uint64_t in_skipped; /* skipped records read and passed on */
-	uint64_t windows;    /* windows written */
-	uint64_t padded;     /* of them padded with zeros */
-	uint64_t too_short;  /* audio records that gave no window */
-};
-
-/* Where the next window of the current clip gets its segment index. */
-struct clip_state {
-	int have;
-	uint64_t clip;
-	uint32_t next_segment;
-};
 
 static void usage(FILE *f)
 {
@@ -97,6 +77,9 @@ static void usage(FILE *f)
 "window at all (shorter than N with drop, or empty) is reported and\n"
 "passed on as a skipped record, so the dataset lists it; skipped records\n"
 "of the input pass through.\n"
+"\n"
+"An audio item in pieces (record format version 3) is cut as one clip:\n"
+"the windows its samples give in one record, written as the pieces come.\n"
 "\n"
 "So a record of S samples gives floor((S - N) / HOP) + 1 windows that fit\n"
 "(none when S < N), and with pad one more when the next start is below S,\n"
@@ -210,7 +193,7 @@ static rec_header *output_header(const rec_header *in,
 /* Number of windows of a record of n samples: the full windows, plus with
  * pad the partial one that starts before the end. (With hop > len a
  * trailing gap shorter than hop gives no window, like the gaps between.) */
-static uint64_t window_count(uint64_t n, const struct options *o)
+uint64_t window_count(uint64_t n, const struct options *o)
 {
 	uint64_t full = n >= o->len ? (n - o->len) / o->hop + 1 : 0;
 
@@ -219,7 +202,17 @@ static uint64_t window_count(uint64_t n, const struct options *o)
 	return full;
 }
 
-static int write_failed(rec_writer *w, const char *what)
+uint32_t clip_next_segment(struct clip_state *cs, uint64_t clip)
+{
+	if (!cs->have || cs->clip != clip) {
+		cs->have = 1;
+		cs->clip = clip;
+		cs->next_segment = 0;
+	}
+	return cs->next_segment;
+}
+
+int write_failed(rec_writer *w, const char *what)
 {
 	prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w) : what);
 	return -1;
@@ -227,62 +220,66 @@ static int write_failed(rec_writer *w, const char *what)
 
 /* Writes the window of in that starts at sample start, padded with zeros
  * when the record ends before it does. */
-static int write_window(rec_writer *w, const rec_item *in, uint64_t start,
-			const struct options *o, uint32_t segment,
-			struct stats *st)
+static int write_window(struct cut_ctx *c, const rec_item *in,
+			uint64_t start, uint32_t segment)
 {
 	size_t frame = rec_dtype_size(in->dtype) * in->dim1;
 	uint64_t have = in->dim0 - start;
+	uint32_t len = c->o->len;
 	rec_item out = *in;
 	void *p;
 	int err;
 
 	out.offset = in->offset + start;
 	out.segment = segment;
-	out.dim0 = o->len;
+	out.dim0 = len;
 	out.data = (const char *)in->data + start * frame;
-	out.data_len = (size_t)o->len * frame;
-	if (have >= o->len)
-		return rec_write(w, &out);
-	err = rec_write_reserve(w, out.data_len, &p);
+	out.data_len = (size_t)len * frame;
+	if (have >= len)
+		return rec_write(c->w, &out);
+	err = rec_write_reserve(c->w, out.data_len, &p);
 	if (err)
 		return err;
 	memcpy(p, out.data, have * frame);
 	memset((char *)p + have * frame, 0, out.data_len - have * frame);
-	st->padded++;
-	return rec_write_commit(w, &out);
+	c->st.padded++;
+	return rec_write_commit(c->w, &out);
 }
 
-/* A record that gives no window leaves as a skipped record naming why. */
-static int write_too_short(rec_writer *w, const rec_item *in,
-			   const struct options *o, uint32_t segment,
-			   struct stats *st)
+/* An item of n samples that gives no window leaves as a skipped record
+ * naming why. */
+int write_too_short(struct cut_ctx *c, const rec_item *in, uint64_t n,
+		    uint32_t segment)
 {
 	char reason[96];
 	rec_item sk = *in;
+	int err;
 
 	snprintf(reason, sizeof(reason),
-		 "shorter than one window (%" PRIu32 " samples < %" PRIu32 ")",
-		 in->dim0, o->len);
+		 "shorter than one window (%" PRIu64 " samples < %" PRIu32 ")",
+		 n, c->o->len);
 	prog_warn("'%.*s': %s, skipped", (int)in->key_len, in->key, reason);
 	sk.type = REC_T_SKIPPED;
+	sk.flags = 0;
 	sk.segment = segment; /* keeps the clip's segment order */
 	sk.dtype = 0;
 	sk.dim0 = sk.dim1 = 0;
 	sk.data = reason;
 	sk.data_len = strlen(reason);
-	st->too_short++;
-	return rec_write(w, &sk);
+	c->st.too_short++;
+	err = rec_write(c->w, &sk);
+	return err ? write_failed(c->w, rec_strerror(err)) : 0;
 }
 
 /* Writes the n windows of in as one windows record, from segment index
  * segment: the samples the windows cover, once. data_crc: the CRC32C of
  * in's payload when the reader knows it (else NULL), so that a payload
  * written on whole needs no pass to checksum it again. */
-static int describe_windows(rec_writer *w, const rec_item *in, uint64_t n,
-			    const struct options *o, uint32_t segment,
-			    const uint32_t *data_crc, struct stats *st)
+static int describe_windows(struct cut_ctx *c, const rec_item *in,
+			    uint64_t n, uint32_t segment,
+			    const uint32_t *data_crc)
 {
+	const struct options *o = c->o;
 	uint64_t end = (n - 1) * o->hop + o->len;
 	rec_item out = *in;
 
@@ -294,75 +291,64 @@ static int describe_windows(rec_writer *w, const rec_item *in, uint64_t n,
 	out.win_flags = 0;
 	if (end > in->dim0) {
 		out.win_flags = REC_WIN_PAD;
-		st->padded++;
+		c->st.padded++;
 	} else {
 		out.dim0 = (uint32_t)end; /* samples no window covers stay */
 	}
 	out.data_len = (size_t)out.dim0 * rec_dtype_size(in->dtype) *
 		       in->dim1;
 	if (data_crc && out.data_len == in->data_len)
-		return rec_write_crc(w, &out, *data_crc);
-	return rec_write(w, &out);
+		return rec_write_crc(c->w, &out, *data_crc);
+	return rec_write(c->w, &out);
 }
 
-static int cut_record(rec_writer *w, const rec_item *in,
-		      const struct options *o, struct clip_state *cs,
-		      const uint32_t *data_crc, struct stats *st)
+/* A record that is no piece: its windows, or the skipped record that
+ * says it gave none. */
+static int cut_record(struct cut_ctx *c, const rec_item *in,
+		      const uint32_t *data_crc)
 {
+	const struct options *o = c->o;
 	uint64_t n = window_count(in->dim0, o);
+	uint32_t seg = clip_next_segment(&c->cs, in->clip);
 	int err = 0;
 
-	if (!cs->have || cs->clip != in->clip) {
-		cs->have = 1;
-		cs->clip = in->clip;
-		cs->next_segment = 0;
-	}
-	if (n > UINT32_MAX - cs->next_segment) {
+	if (n > UINT32_MAX - seg) {
 		prog_err("'%.*s': more than 2^32 windows in clip %" PRIu64,
 			 (int)in->key_len, in->key, in->clip);
 		return -1;
 	}
 	if (n == 0) {
-		err = write_too_short(w, in, o, cs->next_segment++, st);
-	} else if (o->copy) {
-		for (uint64_t i = 0; i < n && !err; i++)
-			err = write_window(w, in, i * o->hop, o,
-					   cs->next_segment++, st);
-	} else {
-		err = describe_windows(w, in, n, o, cs->next_segment,
-				       data_crc, st);
-		cs->next_segment += (uint32_t)n;
+		c->cs.next_segment++;
+		return write_too_short(c, in, in->dim0, seg);
 	}
-	st->windows += n;
+	if (o->copy) {
+		for (uint64_t i = 0; i < n && !err; i++)
+			err = write_window(c, in, i * o->hop, seg++);
+	} else {
+		err = describe_windows(c, in, n, seg, data_crc);
+		seg += (uint32_t)n;
+	}
+	c->cs.next_segment = seg;
+	c->st.windows += n;
 	if (err)
-		return write_failed(w, rec_strerror(err));
+		return write_failed(c->w, rec_strerror(err));
 	return 0;
 }
 
-/* What cut_windows() hands each window of a windows record. */
-struct cut_args {
-	rec_writer *w;
-	const struct options *o;
-	struct clip_state *cs;
-	struct stats *st;
-};
-
 static int cut_one(const rec_item *win, void *arg)
 {
-	struct cut_args *a = arg;
+	struct cut_ctx *c = arg;
 
-	a->st->in_audio++;
-	return cut_record(a->w, win, a->o, a->cs, NULL, a->st) ? 1 : 0;
+	c->st.in_audio++;
+	return cut_record(c, win, NULL) ? 1 : 0;
 }
 
 /* A windows record of the input: each of its windows is cut as an audio
  * record (a padded one is built in *pad). */
-static int cut_windows(rec_writer *w, const rec_item *in,
-		       const struct options *o, struct clip_state *cs,
-		       struct stats *st, void **pad, size_t *pad_cap)
+static int cut_windows(struct cut_ctx *c, const rec_item *in, void **pad,
+		       size_t *pad_cap)
 {
-	struct cut_args a = { w, o, cs, st };
-	int err = rec_each_window(in, pad, pad_cap, cut_one, &a);
+	int err = rec_each_window(in, pad, pad_cap, cut_one, c);
 
 	if (err < 0) /* (1: cut_one failed and said why) */
 		prog_err("'%.*s': %s", (int)in->key_len, in->key,
@@ -370,43 +356,47 @@ static int cut_windows(rec_writer *w, const rec_item *in,
 	return err ? -1 : 0;
 }
 
-static int pass_skipped(rec_writer *w, const rec_item *in, struct stats *st)
+static int pass_skipped(struct cut_ctx *c, const rec_item *in)
 {
-	int err = rec_write(w, in);
+	int err = rec_write(c->w, in);
 
-	st->in_skipped++;
-	return err ? write_failed(w, rec_strerror(err)) : 0;
+	c->st.in_skipped++;
+	return err ? write_failed(c->w, rec_strerror(err)) : 0;
 }
 
-/* The reusable buffer of a padded parent window. */
+/* What the loop keeps from record to record: the buffer of a padded
+ * parent window, the item in pieces being cut. */
 struct scratch {
 	void *pad;
 	size_t cap;
+	struct piece_cut *pc;
 };
 
-/* One data record: cut audio and windows, pass skipped on, refuse
- * anything else. */
-static int handle_record(rec_reader *r, rec_writer *w, const rec_item *it,
-			 const struct options *o, struct clip_state *cs,
-			 struct stats *st, struct scratch *sc)
+/* One data record: cut audio (whole or in pieces) and windows, pass
+ * skipped on (or end an item cut short with it), refuse anything else. */
+static int handle_record(rec_reader *r, struct cut_ctx *c,
+			 const rec_item *it, struct scratch *sc)
 {
 	uint32_t crc;
 	int have_crc = rec_reader_data_crc(r, &crc);
 
-	if (prog_refuse_piece(it, rec_reader_count(r)))
-		return -1;
-	if (it->type == REC_T_SKIPPED)
-		return pass_skipped(w, it, st);
+	if (it->type == REC_T_SKIPPED) {
+		if (piece_cut_active(sc->pc)) /* (the reader checked it) */
+			return piece_cut_short(sc->pc, c, it);
+		return pass_skipped(c, it);
+	}
 	if (it->type == REC_T_WINDOWS)
-		return cut_windows(w, it, o, cs, st, &sc->pad, &sc->cap);
+		return cut_windows(c, it, &sc->pad, &sc->cap);
 	if (it->type != REC_T_AUDIO) {
 		prog_err("'%.*s': not an audio record (type %d): segment "
 			 "cuts audio streams", (int)it->key_len, it->key,
 			 it->type);
 		return -1;
 	}
-	st->in_audio++;
-	return cut_record(w, it, o, cs, have_crc ? &crc : NULL, st);
+	if (rec_item_is_piece(it))
+		return piece_cut_add(sc->pc, c, it);
+	c->st.in_audio++;
+	return cut_record(c, it, have_crc ? &crc : NULL);
 }
 
 static int check_kind(const rec_header *h, const char *in_name)
@@ -420,14 +410,16 @@ static int check_kind(const rec_header *h, const char *in_name)
 	return -1;
 }
 
-static int copy_records(rec_reader *r, rec_writer *w,
-			const struct options *o, struct stats *st)
+static int copy_records(rec_reader *r, struct cut_ctx *c)
 {
-	struct clip_state cs = { 0 };
-	struct scratch sc = { 0 };
+	struct scratch sc = { .pc = piece_cut_new() };
 	rec_item it;
 	int ret = -1;
 
+	if (!sc.pc) {
+		prog_err("out of memory");
+		return -1;
+	}
 	for (;;) {
 		int err = rec_read(r, &it);
 
@@ -439,9 +431,10 @@ static int copy_records(rec_reader *r, rec_writer *w,
 			prog_err("%s", rec_reader_detail(r));
 			break;
 		}
-		if (handle_record(r, w, &it, o, &cs, st, &sc))
+		if (handle_record(r, c, &it, &sc))
 			break;
 	}
+	piece_cut_free(sc.pc);
 	free(sc.pad);
 	return ret;
 }
@@ -483,7 +476,7 @@ static int run(const struct options *o, int argc, char **argv)
 	rec_reader *r = NULL;
 	rec_writer *w = NULL;
 	rec_header *h = NULL;
-	struct stats st = { 0 };
+	struct cut_ctx c = { .o = o };
 	double t_start = prog_now();
 	int in_fd, out_fd = -1, ret = EXIT_FAIL, err;
 
@@ -510,7 +503,8 @@ static int run(const struct options *o, int argc, char **argv)
 		write_failed(w, rec_strerror(err));
 		goto out;
 	}
-	if (copy_records(r, w, o, &st))
+	c.w = w;
+	if (copy_records(r, &c))
 		goto out;
 	err = rec_writer_finish(w);
 	if (err) {
@@ -521,7 +515,7 @@ static int run(const struct options *o, int argc, char **argv)
 	out_fd = -1;
 	if (err)
 		goto out;
-	report(r, w, &st, prog_now() - t_start);
+	report(r, w, &c.st, prog_now() - t_start);
 	ret = EXIT_OK;
 out:
 	rec_writer_close(w);

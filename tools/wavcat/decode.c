@@ -1,7 +1,8 @@
 /*
  * decode.c - one file to one mono clip: open it (sfopen.c), decode it
  * with libsndfile, check that the file is whole, mix down, resample
- * (resample.c), pad or trim and convert to the output type (sink.c).
+ * (resample.c), pad or trim and convert to the output type (sink.c),
+ * handing a long clip on in pieces as it goes.
  * Each thread has its own decoder; its buffers and resampler are reused
  * from clip to clip.
  */
@@ -22,7 +23,8 @@
 #include "decode_priv.h"
 #include "wavcat.h"
 
-/* Samples reserved before reading; more as they come. */
+/* Samples reserved before reading (at most a piece); more as they
+ * come. */
 #define RESERVE_MAX (1u << 22)
 /* The largest sample magnitude taken from a float file: full scale is 1,
  * so 1e6 (120 dB above it) is no audio, and it keeps every float the
@@ -47,6 +49,8 @@ struct decoder *decoder_new(const struct decode_cfg *cfg)
 	if (d == NULL)
 		return NULL;
 	d->cfg = *cfg;
+	if (d->cfg.piece_samples == 0)
+		d->cfg.piece_samples = WAVCAT_PIECE_DEFAULT;
 	d->ibuf = malloc(CHUNK * sizeof(double));
 	d->sbuf = malloc(CHUNK * sizeof(short));
 	d->mono = malloc(CHUNK * sizeof(double));
@@ -75,10 +79,11 @@ void decoder_free(struct decoder *d)
 }
 
 void decoder_times(const struct decoder *d, double *t_read,
-		   double *t_resample)
+		   double *t_resample, double *t_emit)
 {
 	*t_read = d->t_read;
 	*t_resample = d->t_resample;
+	*t_emit = d->t_emit;
 }
 
 /* n * out / in rounded to nearest, halves up: the length soxr gives. */
@@ -140,9 +145,27 @@ static void bad_sample(struct decoded *out, double x, int64_t frame)
 			   (long long)frame);
 }
 
+/* Puts n mono samples in the sink, resampled when rs. */
+static int feed(struct decoder *d, struct sink *s, int rs,
+		const double *mono, size_t n)
+{
+	if (!rs) {
+		sink_double(s, mono, n);
+		return 0;
+	}
+	/* the clip is full: what follows is only counted (a 1 Hz file
+	 * resampled to 44.1 kHz would otherwise cost a second per
+	 * kilobyte) */
+	if (sink_kept(s) >= s->limit)
+		return 0;
+	return resample(d, mono, n, s);
+}
+
 /* Reads every frame of sf into the sink (resampled when rs). 16-bit mono
  * that needs no resampling is copied as it is; the rest goes through
- * double precision. Returns frames read, or -1 with the reason set. */
+ * double precision. The samples before a bad one are kept: a clip in
+ * pieces is cut short there. Returns frames read, or -1 with the reason
+ * set. Time in resample() and handing pieces on is not reading. */
 static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			int rs, struct sink *s)
 {
@@ -152,8 +175,9 @@ static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	sf_count_t per = CHUNK / ch, got;
 	const double *mono;
 	int64_t total = 0;
-	double t0 = prog_now();
+	double t0 = prog_now(), e0 = s->t_emit;
 	size_t ok;
+	int err;
 
 	for (;;) {
 		if (direct)
@@ -164,28 +188,26 @@ static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			break;
 		if (direct) {
 			sink_short(s, d->sbuf, (size_t)got);
-		} else if ((ok = mixdown(d, (size_t)got, ch, &mono)) <
-			   (size_t)got) {
-			bad_sample(s->out, mono[ok], total + (int64_t)ok);
-			return -1;
-		} else if (rs && s->out->n >= s->limit) {
-			/* the clip is full: what follows is only counted
-			 * (a 1 Hz file resampled to 44.1 kHz would
-			 * otherwise cost a second per kilobyte) */
-		} else if (rs) {
-			d->t_read += prog_now() - t0;
-			if (resample(d, mono, (size_t)got, s))
-				return -1;
-			t0 = prog_now();
 		} else {
-			sink_double(s, mono, (size_t)got);
+			ok = mixdown(d, (size_t)got, ch, &mono);
+			d->t_read += prog_now() - t0 - (s->t_emit - e0);
+			err = feed(d, s, rs, mono, ok);
+			t0 = prog_now();
+			e0 = s->t_emit;
+			if (err)
+				return -1;
+			if (ok < (size_t)got) {
+				bad_sample(s->out, mono[ok],
+					   total + (int64_t)ok);
+				return -1;
+			}
 		}
 		total += got;
-		if (s->nomem)
+		if (s->stop)
 			return total;
 	}
-	d->t_read += prog_now() - t0;
-	if (rs && s->out->n < s->limit && resample(d, NULL, 0, s))
+	d->t_read += prog_now() - t0 - (s->t_emit - e0);
+	if (rs && sink_kept(s) < s->limit && resample(d, NULL, 0, s))
 		return -1;
 	return total;
 }
@@ -229,22 +251,18 @@ static int check_length(SNDFILE *sf, const SF_INFO *info,
 	return 0;
 }
 
-/* Says a clip would not fit in a record. */
-static void too_long(struct decoded *out, uint64_t n, uint64_t max)
-{
-	set_reason(out, "too long: %llu samples, more than a record holds "
-		   "(%llu); give --duration", (unsigned long long)n,
-		   (unsigned long long)max);
-}
-
-/* Decodes the open file sf into out. */
+/* Decodes the open file sf into out, handing pieces to emit. */
 static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
-		      const struct vio *v, struct decoded *out)
+		      const struct vio *v, struct decoded *out,
+		      decode_emit_fn emit, void *ctx)
 {
 	const struct decode_cfg *cfg = &d->cfg;
 	uint32_t in = (uint32_t)info->samplerate;
 	int rs = in != cfg->rate;
-	struct sink s = { .out = out, .dtype = cfg->dtype };
+	int exact = (info->format & SF_FORMAT_TYPEMASK) != SF_FORMAT_MPEG;
+	struct sink s = { .out = out, .dtype = cfg->dtype,
+			  .piece = cfg->piece_samples, .emit = emit,
+			  .ctx = ctx };
 	uint64_t want;
 	int64_t total;
 
@@ -261,40 +279,61 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	s.esize = rec_dtype_size(cfg->dtype);
 	want = rs ? scale_len((uint64_t)info->frames, cfg->rate, in)
 		  : (uint64_t)info->frames;
-	if (!cfg->duration && want > cfg->max_samples) {
-		too_long(out, want, cfg->max_samples);
-		return;
-	}
-	/* Keep one more than a record holds to notice an MP3 longer than
-	 * its estimate. Room for what the header promises, within reason:
-	 * a damaged header can promise anything. */
-	s.limit = cfg->duration ? cfg->duration : cfg->max_samples + 1;
-	if (want > s.limit)
-		want = s.limit;
+	/* The clip's length is known before decoding when padded or
+	 * trimmed, or else from an exact frame count (soxr gives n * out /
+	 * in samples, rounded, as scale_len()); a file that breaks the
+	 * promise fails (check_length()). MP3 counts are estimates. */
+	out->clip_samples = cfg->duration ? cfg->duration : exact ? want : 0;
+	s.limit = out->clip_samples ? out->clip_samples : UINT64_MAX;
+	/* Room for what the header promises, within reason: a damaged
+	 * header can promise anything. */
+	if (want > s.piece)
+		want = s.piece;
 	if (sink_reserve(&s, want < RESERVE_MAX ? want : RESERVE_MAX) ||
 	    (rs && get_soxr(d, in, out)))
 		goto out;
 	total = read_all(d, sf, info, rs, &s);
-	if (total < 0 || s.nomem || check_length(sf, info, v, total, out))
+	if (total < 0 || s.stop || check_length(sf, info, v, total, out))
 		goto out;
-	want = rs ? scale_len((uint64_t)total, cfg->rate, in)
-		  : (uint64_t)total;
-	if (!cfg->duration && want > cfg->max_samples) {
-		too_long(out, want, cfg->max_samples);
-		return;
-	}
-	/* soxr's output is already this long; this only guards it. */
-	sink_set_len(&s, want < s.limit ? want : s.limit);
-	if (cfg->duration)
-		sink_set_len(&s, cfg->duration);
+	/* Padded, or else the length soxr's output already has: this only
+	 * guards it. */
+	sink_set_len(&s, cfg->duration ? cfg->duration
+		     : rs ? scale_len((uint64_t)total, cfg->rate, in)
+			  : (uint64_t)total);
 out:
+	d->t_emit += s.t_emit;
 	if (s.nomem) {
 		set_reason(out, "out of memory");
+		out->status = DEC_FATAL;
+	} else if (s.stop && out->status == DEC_OK) {
+		set_reason(out, "abandoned");
 		out->status = DEC_FATAL;
 	}
 }
 
-void decoder_run(struct decoder *d, const char *path, struct decoded *out)
+/* What the clip is at its end: whole, cut short after pieces (the
+ * reason then says so), or nothing. */
+static void end_clip(const struct decoder *d, struct decoded *out)
+{
+	char why[sizeof(out->reason)];
+	uint64_t kept = out->offset + out->n;
+
+	if (out->status == DEC_OK) {
+		out->clip_samples = kept;
+		return;
+	}
+	if (out->status == DEC_FATAL || out->offset == 0) {
+		out->n = 0;
+		return;
+	}
+	memcpy(why, out->reason, sizeof(why));
+	snprintf(out->reason, sizeof(out->reason), "decoding failed after "
+		 "%.1f s (%llu samples kept): %.180s",
+		 (double)kept / d->cfg.rate, (unsigned long long)kept, why);
+}
+
+void decoder_run(struct decoder *d, const char *path, struct decoded *out,
+		 decode_emit_fn emit, void *ctx)
 {
 	struct vio v = { 0 };
 	SF_INFO info;
@@ -305,6 +344,8 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out)
 
 	out->status = DEC_OK;
 	out->n = 0;
+	out->offset = 0;
+	out->clip_samples = 0;
 	out->clipped = 0;
 	out->reason[0] = '\0';
 	fd = open_regular(path, &st, out);
@@ -321,14 +362,13 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out)
 		goto close_fd;
 	d->t_read += prog_now() - t0;
 	if (check_info(&info, out) == 0)
-		decode_sf(d, sf, &info, &v, out);
+		decode_sf(d, sf, &info, &v, out, emit, ctx);
 	t0 = prog_now();
 	sf_close(sf);
 close_fd:
 	close(fd);
 done:
-	if (out->status != DEC_OK)
-		out->n = 0;
+	end_clip(d, out);
 	/* here, on one of many threads, rather than when the writing
 	 * thread seals the record */
 	out->crc = crc32c(0, out->data, (size_t)out->n *
@@ -363,8 +403,18 @@ static int claimed_rate(const char *path, uint32_t *rate,
 	return err;
 }
 
+uint64_t decode_seconds(double seconds, uint32_t rate)
+{
+	double n = floor(seconds * rate + 0.5);
+
+	if (n < 1)
+		return 0;
+	return n > (double)UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)n;
+}
+
 int decode_probe_rate(const char *path, const struct decode_cfg *like,
-		      uint32_t *rate, char *reason, size_t size)
+		      double seconds, uint32_t *rate, char *reason,
+		      size_t size)
 {
 	struct decode_cfg cfg = *like;
 	struct decoded out = { 0 };
@@ -372,21 +422,22 @@ int decode_probe_rate(const char *path, const struct decode_cfg *like,
 
 	cfg.rate_from = path;
 	cfg.resample = 0;
-	/* Trimmed, any length fits, and one sample kept is as good a test
-	 * of the file as all of them, without the memory. */
-	if (cfg.duration)
-		cfg.duration = 1;
+	/* Decoded as the run will, the pieces dropped as they come. */
 	if (claimed_rate(path, &cfg.rate, &out) == 0) {
+		if (seconds > 0)
+			cfg.duration = decode_seconds(seconds, cfg.rate);
 		d = decoder_new(&cfg);
 		if (d == NULL)
 			set_reason(&out, "out of memory");
 		else
-			decoder_run(d, path, &out);
+			decoder_run(d, path, &out, NULL, NULL);
 		decoder_free(d);
 		free(out.data);
 	}
 	snprintf(reason, size, "%s", out.reason);
-	if (out.status != DEC_OK)
+	/* a clip cut short is kept up to the failure, at its rate */
+	if (out.status != DEC_OK &&
+	    !(out.status == DEC_SKIP && out.offset > 0))
 		return -1;
 	*rate = cfg.rate;
 	return 0;

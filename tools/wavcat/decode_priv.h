@@ -33,17 +33,23 @@ struct decoder {
 	float *rbuf;             /* resampled, RCHUNK */
 	unsigned char *file;     /* the whole file, if small (sfopen.c) */
 	size_t file_cap;
-	double t_read, t_resample;
+	double t_read, t_resample, t_emit;
 };
 
-/* Where samples go: the clip's buffer in the output type, up to limit. */
+/* Where samples go: the clip's buffer in the output type, up to limit
+ * in all, handed on a piece at a time once it outgrows one. */
 struct sink {
 	struct decoded *out;
 	int dtype;
 	size_t esize;
 	uint64_t limit;          /* samples kept at most */
-	uint64_t produced;       /* samples offered, kept or not */
+	uint64_t piece;          /* samples per piece */
+	decode_emit_fn emit;     /* where pieces go (NULL: dropped) */
+	void *ctx;
+	double t_emit;           /* seconds spent in emit() */
 	int nomem;
+	int stop;                /* no more samples: out of memory, or
+				    emit() abandoned the clip */
 };
 
 /* libsndfile reads through these callbacks, never through a descriptor
@@ -76,11 +82,14 @@ int get_soxr(struct decoder *d, uint32_t in, struct decoded *out);
 int resample(struct decoder *d, const double *mono, size_t n,
 	     struct sink *s);
 
-/* sink.c */
+/* sink.c: samples offered past limit are dropped; s->stop says that
+ * nothing more is taken. */
 int sink_reserve(struct sink *s, uint64_t n);
 void sink_float(struct sink *s, const float *x, size_t n);
 void sink_double(struct sink *s, const double *x, size_t n);
 void sink_short(struct sink *s, const short *x, size_t n);
+/* The samples kept so far, in the pieces handed on and the buffer. */
+uint64_t sink_kept(const struct sink *s);
 void sink_set_len(struct sink *s, uint64_t n);
 
 #endif

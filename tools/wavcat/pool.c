@@ -6,6 +6,16 @@
  * never runs more than window clips ahead of the caller, so memory stays
  * flat however slow the output is, and the output order is the input
  * order for any number of threads.
+ *
+ * A clip longer than a piece is handed on a piece at a time: its thread
+ * puts the full piece in the slot's piece buffer and goes on decoding
+ * into the other; when that one fills too, it waits until the caller has
+ * written the piece before (pool_piece_done()). A slot holds at most two
+ * pieces so, whatever the clip's length, and while the caller writes a
+ * long clip the other threads decode the clips after it, up to the
+ * window. No thread waits on anything but the caller, and the caller
+ * only waits on the clip it writes, whose thread took it before any
+ * later clip: every wait ends.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,7 +24,8 @@
 #include "wavcat.h"
 
 /* A slot's buffer larger than this is freed once written, so that one
- * long clip does not keep its memory for the rest of the run. */
+ * clip of a large piece does not keep its memory for the rest of the
+ * run. The piece buffer, used by long clips only, is always freed. */
 #define SLOT_KEEP_MAX (16u << 20)
 
 /* Clips waiting for a decoder before the caller wakes a sleeping one,
@@ -27,6 +38,9 @@
 struct slot {
 	struct job job;
 	int done;                /* decoded, not yet released */
+	int piece_ready;         /* job.piece holds a piece not yet
+				    written */
+	pthread_cond_t taken;    /* the piece was written, or stop */
 };
 
 struct worker {
@@ -34,6 +48,8 @@ struct worker {
 	struct decoder *dec;
 	pthread_t thread;
 	int started;
+	struct slot *slot;       /* the clip being decoded, for */
+	uint64_t index;          /* hand_piece() */
 };
 
 struct pool {
@@ -44,7 +60,8 @@ struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t can_take;   /* a slot was released, or stop */
 	size_t n_waiting;          /* threads waiting on can_take */
-	pthread_cond_t finished;   /* a clip was decoded */
+	pthread_cond_t finished;   /* a clip was decoded, or a piece
+				      handed on */
 	pool_annotate_fn annotate; /* run by the decoders, or NULL */
 	void *annotate_ctx;
 	uint64_t submitted;        /* clips handed in by the caller */
@@ -54,6 +71,37 @@ struct pool {
 	double t_wait;
 };
 
+/* The decoder's emit(): puts the full piece in out in the slot's piece
+ * buffer, once the caller has written the one before, and gives out the
+ * buffer that one was in. */
+static int hand_piece(void *arg, struct decoded *out)
+{
+	struct worker *w = arg;
+	struct pool *p = w->p;
+	struct slot *s = w->slot;
+	struct decoded *pc = &s->job.piece;
+	void *data;
+	size_t cap;
+
+	pthread_mutex_lock(&p->lock);
+	while (s->piece_ready && !p->stop)
+		pthread_cond_wait(&s->taken, &p->lock);
+	if (p->stop) {
+		pthread_mutex_unlock(&p->lock);
+		return -1;
+	}
+	data = pc->data;
+	cap = pc->cap;
+	*pc = *out;
+	out->data = data;
+	out->cap = cap;
+	s->piece_ready = 1;
+	if (w->index == p->released)
+		pthread_cond_signal(&p->finished);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
 /* Decodes the job's clip (or copies the reason known beforehand). */
 static void decode_clip(struct worker *w, struct job *j)
 {
@@ -62,11 +110,13 @@ static void decode_clip(struct worker *w, struct job *j)
 	if (j->clip.skip != NULL) {
 		out->status = DEC_SKIP;
 		out->n = 0;
+		out->offset = 0;
+		out->clip_samples = 0;
 		out->clipped = 0;
 		snprintf(out->reason, sizeof(out->reason), "%s", j->clip.skip);
 		return;
 	}
-	decoder_run(w->dec, j->clip.path, out);
+	decoder_run(w->dec, j->clip.path, out, hand_piece, w);
 }
 
 static void *worker_main(void *arg)
@@ -87,6 +137,8 @@ static void *worker_main(void *arg)
 			break;
 		i = p->next++;
 		s = &p->slots[i % p->window];
+		w->slot = s;
+		w->index = i;
 		pthread_mutex_unlock(&p->lock);
 		if (p->annotate)
 			p->annotate(p->annotate_ctx, &s->job.clip);
@@ -117,6 +169,8 @@ int pool_start(struct pool **out, const struct decode_cfg *cfg,
 	pthread_cond_init(&p->can_take, NULL);
 	pthread_cond_init(&p->finished, NULL);
 	p->slots = calloc(window, sizeof(*p->slots));
+	for (i = 0; p->slots && i < window; i++)
+		pthread_cond_init(&p->slots[i].taken, NULL);
 	p->workers = calloc(n_threads, sizeof(*p->workers));
 	if (p->slots == NULL || p->workers == NULL)
 		goto fail;
@@ -134,7 +188,7 @@ int pool_start(struct pool **out, const struct decode_cfg *cfg,
 	*out = p;
 	return 0;
 fail:
-	pool_stop(p, NULL, NULL, NULL);
+	pool_stop(p, NULL, NULL, NULL, NULL);
 	return -1;
 }
 
@@ -162,7 +216,7 @@ int pool_submit(struct pool *p, const struct clip *c)
 	return 0;
 }
 
-struct job *pool_wait(struct pool *p, uint64_t i)
+struct job *pool_wait(struct pool *p, uint64_t i, int *piece)
 {
 	struct slot *s = &p->slots[i % p->window];
 	double t0 = prog_now();
@@ -171,15 +225,27 @@ struct job *pool_wait(struct pool *p, uint64_t i)
 	/* about to wait while clips are untaken, and the decoders awake may
 	 * be busy with long ones: a sleeping decoder for each (this thread
 	 * blocks anyway, so the calls cost it nothing) */
-	if (!s->done)
+	if (!s->done && !s->piece_ready)
 		for (uint64_t q = p->submitted - p->next, k = 0;
 		     k < q && k < p->n_waiting; k++)
 			pthread_cond_signal(&p->can_take);
-	while (!s->done)
+	while (!s->done && !s->piece_ready)
 		pthread_cond_wait(&p->finished, &p->lock);
+	/* a piece handed on before the clip ended comes first */
+	*piece = s->piece_ready;
 	pthread_mutex_unlock(&p->lock);
 	p->t_wait += prog_now() - t0;
 	return &s->job;
+}
+
+void pool_piece_done(struct pool *p, uint64_t i)
+{
+	struct slot *s = &p->slots[i % p->window];
+
+	pthread_mutex_lock(&p->lock);
+	s->piece_ready = 0;
+	pthread_cond_signal(&s->taken);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void pool_release(struct pool *p, uint64_t i)
@@ -191,6 +257,9 @@ void pool_release(struct pool *p, uint64_t i)
 		s->job.out.data = NULL;
 		s->job.out.cap = 0;
 	}
+	free(s->job.piece.data);
+	s->job.piece.data = NULL;
+	s->job.piece.cap = 0;
 	pthread_mutex_lock(&p->lock);
 	s->done = 0;
 	p->released = i + 1;
@@ -198,9 +267,9 @@ void pool_release(struct pool *p, uint64_t i)
 }
 
 void pool_stop(struct pool *p, double *t_read, double *t_resample,
-	       double *t_wait)
+	       double *t_emit, double *t_wait)
 {
-	double r, x;
+	double r, x, e;
 	size_t i;
 
 	if (p == NULL)
@@ -208,6 +277,8 @@ void pool_stop(struct pool *p, double *t_read, double *t_resample,
 	pthread_mutex_lock(&p->lock);
 	p->stop = 1;
 	pthread_cond_broadcast(&p->can_take);
+	for (i = 0; p->slots && i < p->window; i++)
+		pthread_cond_broadcast(&p->slots[i].taken);
 	pthread_mutex_unlock(&p->lock);
 	for (i = 0; i < p->n_workers; i++) {
 		struct worker *w = &p->workers[i];
@@ -215,9 +286,10 @@ void pool_stop(struct pool *p, double *t_read, double *t_resample,
 		if (w->started)
 			pthread_join(w->thread, NULL);
 		if (w->dec && t_read) {
-			decoder_times(w->dec, &r, &x);
+			decoder_times(w->dec, &r, &x, &e);
 			*t_read += r;
 			*t_resample += x;
+			*t_emit += e;
 		}
 		decoder_free(w->dec);
 	}
@@ -225,7 +297,9 @@ void pool_stop(struct pool *p, double *t_read, double *t_resample,
 		*t_wait += p->t_wait;
 	for (i = 0; p->slots && i < p->window; i++) {
 		free(p->slots[i].job.out.data);
+		free(p->slots[i].job.piece.data);
 		free(p->slots[i].job.buf);
+		pthread_cond_destroy(&p->slots[i].taken);
 	}
 	free(p->slots);
 	free(p->workers);

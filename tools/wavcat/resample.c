@@ -42,11 +42,12 @@ int get_soxr(struct decoder *d, uint32_t in, struct decoded *out)
 	return 0;
 }
 
-/* Feeds n mono samples (NULL: the end of the clip) through soxr. */
+/* Feeds n mono samples (NULL: the end of the clip) through soxr. The
+ * time the sink spends handing pieces on is not resampling. */
 int resample(struct decoder *d, const double *mono, size_t n,
 	     struct sink *s)
 {
-	double t0 = prog_now();
+	double t0 = prog_now(), e0 = s->t_emit;
 	const float *x = NULL;
 	size_t i, idone, odone;
 	soxr_error_t err;
@@ -64,6 +65,8 @@ int resample(struct decoder *d, const double *mono, size_t n,
 			return -1;
 		}
 		sink_float(s, d->rbuf, odone);
+		if (s->stop)
+			break;
 		if (x != NULL) {
 			x += idone;
 			n -= idone;
@@ -73,6 +76,6 @@ int resample(struct decoder *d, const double *mono, size_t n,
 			}
 		}
 	} while (x != NULL ? n > 0 : odone > 0);
-	d->t_resample += prog_now() - t0;
+	d->t_resample += prog_now() - t0 - (s->t_emit - e0);
 	return 0;
 }

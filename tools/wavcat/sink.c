@@ -1,14 +1,20 @@
 /*
  * sink.c - where a clip's samples go: its buffer, in the output type
  * (16-bit samples rounded and clipping counted, or float), up to the
- * most a clip may hold, then padded or cut to the length wanted.
+ * length wanted, then padded. A clip longer than a piece is handed on a
+ * piece at a time as the buffer fills, so that the buffer never holds
+ * more than one piece, whatever the clip's length; a piece goes only
+ * once a sample after it comes, so that a clip of one piece stays one
+ * record and the last piece is never empty.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/crc32c.h"
 #include "../../lib/rec.h"
+#include "../common/prog.h"
 #include "decode_priv.h"
 
 /* Makes room for n samples in the clip's buffer. */
@@ -26,6 +32,9 @@ int sink_reserve(struct sink *s, uint64_t n)
 	cap = o->cap ? o->cap : 65536;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	/* never more than a piece: n is at most one */
+	if (cap > need && cap / s->esize > s->piece)
+		cap = (size_t)s->piece * s->esize;
 	nd = realloc(o->data, cap);
 	if (nd == NULL)
 		goto nomem;
@@ -80,76 +89,123 @@ static void put_s16d(int16_t *dst, const double *x, size_t n,
 	}
 }
 
-/* How many of n offered samples are kept, with room made for them. */
+uint64_t sink_kept(const struct sink *s)
+{
+	return s->out->offset + s->out->n;
+}
+
+/* Hands the full buffer on as a piece and starts the next one. */
+static int emit_piece(struct sink *s)
+{
+	struct decoded *o = s->out;
+	double t0 = prog_now();
+	int err = 0;
+
+	o->crc = crc32c(0, o->data, (size_t)o->n * s->esize);
+	if (s->emit)
+		err = s->emit(s->ctx, o);
+	s->t_emit += prog_now() - t0;
+	if (err) {
+		s->stop = 1;
+		return -1;
+	}
+	o->offset += o->n;
+	o->n = 0;
+	o->clipped = 0;
+	return 0;
+}
+
+/* How many of n offered samples go in the buffer now, with room made
+ * for them: the full buffer handed on first if need be. */
 static size_t sink_take(struct sink *s, size_t n)
 {
-	uint64_t have = s->out->n;
-	size_t k = 0;
+	struct decoded *o = s->out;
+	uint64_t kept = sink_kept(s), k;
 
-	s->produced += n;
-	if (have < s->limit)
-		k = s->limit - have < n ? (size_t)(s->limit - have) : n;
-	if (k > 0 && sink_reserve(s, have + k))
+	if (s->stop || kept >= s->limit || n == 0)
 		return 0;
-	return k;
+	k = s->limit - kept < n ? s->limit - kept : n;
+	if (o->n >= s->piece && emit_piece(s))
+		return 0;
+	if (k > s->piece - o->n)
+		k = s->piece - o->n;
+	if (sink_reserve(s, o->n + k)) {
+		s->stop = 1;
+		return 0;
+	}
+	return (size_t)k;
 }
 
 void sink_float(struct sink *s, const float *x, size_t n)
 {
 	struct decoded *o = s->out;
-	size_t k = sink_take(s, n);
+	size_t k;
 
-	if (k == 0)
-		return;
-	if (s->dtype == REC_S16)
-		put_s16f((int16_t *)o->data + o->n, x, k, &o->clipped);
-	else
-		memcpy((float *)o->data + o->n, x, k * sizeof(float));
-	o->n += k;
+	while ((k = sink_take(s, n)) > 0) {
+		if (s->dtype == REC_S16)
+			put_s16f((int16_t *)o->data + o->n, x, k,
+				 &o->clipped);
+		else
+			memcpy((float *)o->data + o->n, x, k * sizeof(float));
+		o->n += k;
+		x += k;
+		n -= k;
+	}
 }
 
 void sink_double(struct sink *s, const double *x, size_t n)
 {
 	struct decoded *o = s->out;
-	size_t k = sink_take(s, n);
+	size_t i, k;
 	float *f;
-	size_t i;
 
-	if (k == 0)
-		return;
-	if (s->dtype == REC_S16) {
-		put_s16d((int16_t *)o->data + o->n, x, k, &o->clipped);
-	} else {
-		f = (float *)o->data + o->n;
-		for (i = 0; i < k; i++)
-			f[i] = (float)x[i];
+	while ((k = sink_take(s, n)) > 0) {
+		if (s->dtype == REC_S16) {
+			put_s16d((int16_t *)o->data + o->n, x, k,
+				 &o->clipped);
+		} else {
+			f = (float *)o->data + o->n;
+			for (i = 0; i < k; i++)
+				f[i] = (float)x[i];
+		}
+		o->n += k;
+		x += k;
+		n -= k;
 	}
-	o->n += k;
 }
 
 void sink_short(struct sink *s, const short *x, size_t n)
 {
 	struct decoded *o = s->out;
-	size_t k = sink_take(s, n);
+	size_t k;
 
-	if (k == 0)
-		return;
-	memcpy((int16_t *)o->data + o->n, x, k * sizeof(short));
-	o->n += k;
+	while ((k = sink_take(s, n)) > 0) {
+		memcpy((int16_t *)o->data + o->n, x, k * sizeof(short));
+		o->n += k;
+		x += k;
+		n -= k;
+	}
 }
 
-/* Makes the clip exactly n samples long: cuts or pads with zeros. */
+/* Makes the clip n samples long (n at most the limit): pads with zeros,
+ * handing pieces on as they fill, or cuts the samples not handed on
+ * yet. */
 void sink_set_len(struct sink *s, uint64_t n)
 {
 	struct decoded *o = s->out;
+	uint64_t left;
+	size_t k;
 
-	if (n <= o->n) {
-		o->n = n;
+	if (n <= sink_kept(s)) {
+		o->n = n > o->offset ? n - o->offset : 0;
 		return;
 	}
-	if (sink_reserve(s, n))
-		return;
-	memset((char *)o->data + o->n * s->esize, 0,
-	       (size_t)(n - o->n) * s->esize);
-	o->n = n;
+	for (;;) {
+		left = n - sink_kept(s);
+		k = sink_take(s, left < SIZE_MAX ? (size_t)left : SIZE_MAX);
+		if (k == 0)
+			break;
+		memset((char *)o->data + o->n * s->esize, 0, k * s->esize);
+		o->n += k;
+	}
 }

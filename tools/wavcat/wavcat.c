@@ -5,13 +5,14 @@
  * recursively, lists of paths), sorts them by key, labels them and puts
  * them in splits, then decodes them on -j threads (mono, resampled,
  * padded or trimmed) and writes one record per clip, in order, on
- * standard output. An input that cannot be used is reported and written
- * as a skipped record, so that every input is accounted for.
+ * standard output; a clip longer than --piece-samples as several, its
+ * pieces, so that memory stays bounded whatever its length. An input
+ * that cannot be used is reported and written as a skipped record, so
+ * that every input is accounted for.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ struct options {
 	uint32_t rate;           /* 0: keep the files' rate */
 	double duration_s;       /* 0: not given */
 	uint64_t samples;        /* 0: not given */
+	uint64_t piece_samples;  /* --piece-samples */
 	int dtype;
 	const char *labels_file;
 	int no_labels;
@@ -60,7 +62,10 @@ struct run {
 	rec_writer *w;
 	struct pool *pool;
 	uint64_t n_ok, n_skipped, clipped;
-	double t0, t_read, t_resample, t_wait, t_write;
+	uint64_t n_pieced, n_pieces, n_cut; /* clips in pieces, their
+					       pieces, clips cut short */
+	uint64_t n_samples;      /* samples written */
+	double t0, t_read, t_resample, t_emit, t_wait, t_write;
 };
 
 enum {
@@ -70,6 +75,7 @@ enum {
 	OPT_INCLUDE_UNDERSCORE,
 	OPT_LABELS,
 	OPT_NO_LABELS,
+	OPT_PIECE_SAMPLES,
 	OPT_RATE,
 	OPT_ROOT,
 	OPT_SAMPLES,
@@ -92,6 +98,7 @@ static const struct option long_opts[] = {
 	{ "no-labels", no_argument, NULL, OPT_NO_LABELS },
 	{ "null", no_argument, NULL, '0' },
 	{ "output", required_argument, NULL, 'o' },
+	{ "piece-samples", required_argument, NULL, OPT_PIECE_SAMPLES },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "root", required_argument, NULL, OPT_ROOT },
@@ -115,8 +122,9 @@ static void usage(FILE *f)
 "\n"
 "Mixes every input down to mono, resamples, pads or trims it, and writes\n"
 "it as one record of a stream on standard output, sorted by key\n"
-"(bytewise). formats/record.md describes the stream (installed in\n"
-"PREFIX/share/doc/melpipe).\n"
+"(bytewise); a clip longer than --piece-samples comes as several, its\n"
+"pieces, whatever its length. formats/record.md describes the stream\n"
+"(installed in PREFIX/share/doc/melpipe).\n"
 "\n"
 "Inputs:\n"
 "  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
@@ -203,6 +211,9 @@ static void usage(FILE *f)
 "over %u channels, or a rate of 0 or over %u Hz, is reported as\n"
 "  wavcat: 'PATH': REASON\n"
 "and written as a skipped record with that reason, and the run goes on.\n"
+"A clip whose decoding fails after some of its pieces were written is\n"
+"cut short: kept up to the failure, then that skipped record, its reason\n"
+"saying how much was kept. Clips in one record are kept whole or not.\n"
 "  --strict            stop at the first one instead (exit 1)\n"
 "\n", WAVCAT_MAX_CHANNELS, WAVCAT_MAX_RATE);
 	fprintf(f,
@@ -222,6 +233,13 @@ static void usage(FILE *f)
 "  -o, --output=FILE   write to FILE instead of standard output (it appears\n"
 "                      only once the stream is complete: a failed or\n"
 "                      interrupted run leaves none, or the previous FILE)\n"
+"  --piece-samples=N   a clip of more than N samples (after resampling and\n"
+"                      pad/trim) is written as pieces of N samples, the\n"
+"                      last of 1 to N, in records flagged more/cont;\n"
+"                      shorter clips are one record. Memory holds at most\n"
+"                      about 5 x --jobs pieces, whatever the clips'\n"
+"                      length (default 4M; K/M suffixes; at most 128M for\n"
+"                      s16, 64M for f32)\n"
 "  -q, --quiet         no warnings, no summary; errors only\n"
 "  -v, --verbose       report counts and time spent at the end\n"
 "  --zstd=LEVEL        compress payloads with zstd, LEVEL 1..19\n"
@@ -271,6 +289,10 @@ static int parse_opt(int c, const char *arg, struct options *o)
 	case OPT_NO_LABELS:
 		o->no_labels = 1;
 		break;
+	case OPT_PIECE_SAMPLES:
+		o->piece_samples = prog_arg_size("--piece-samples", arg, 1,
+						 REC_DEFAULT_MAX_DATA / 2);
+		break;
 	case OPT_RATE:
 		o->rate = (uint32_t)prog_arg_u64("--rate", arg, 1,
 						 WAVCAT_MAX_RATE);
@@ -318,6 +340,13 @@ static void check_opts(const struct options *o, int argc, char **argv)
 
 	if (o->duration_s > 0 && o->samples > 0)
 		prog_usage_error("--duration and --samples both given");
+	if (o->piece_samples > REC_DEFAULT_MAX_DATA / rec_dtype_size(o->dtype))
+		prog_usage_error("--piece-samples %llu is more than a record "
+				 "of %s holds (%llu samples)",
+				 (unsigned long long)o->piece_samples,
+				 rec_dtype_name(o->dtype),
+				 (unsigned long long)(REC_DEFAULT_MAX_DATA /
+				 rec_dtype_size(o->dtype)));
 	if (o->labels_file && o->no_labels)
 		prog_usage_error("--labels and --no-labels both given");
 	if ((o->split.val_list || o->split.test_list) && o->split_given &&
@@ -341,6 +370,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 
 	memset(o, 0, sizeof(*o));
 	o->dtype = REC_S16;
+	o->piece_samples = WAVCAT_PIECE_DEFAULT;
 	o->split.mode = SPLIT_AUTO;
 	o->sort_buffer = WAVCAT_SORT_DEFAULT;
 	o->excludes = malloc((size_t)argc * sizeof(*o->excludes));
@@ -436,9 +466,10 @@ static int probe_unusable(struct run *r, const struct clip *c,
 	return 0;
 }
 
-/* The output rate: --rate, or the rate of the first clip usable as the
- * run would decode it (the same sample type, length cap and trimming:
- * a long clip that the run takes sets the rate too). */
+/* The output rate: --rate, or the rate of the first clip that gives
+ * samples as the run would decode it (the same sample type, trimming and
+ * pieces: a long clip, or one cut short after some pieces, sets the rate
+ * too). */
 static int choose_rate(struct run *r)
 {
 	struct decode_cfg like = r->cfg;
@@ -451,13 +482,13 @@ static int choose_rate(struct run *r)
 		r->cfg.resample = 1;
 		return 0;
 	}
-	like.duration = r->o.samples > 0 || r->o.duration_s > 0;
+	like.duration = r->o.samples;
 	if (inputs_rewind(&r->cl))
 		return -1;
 	while ((got = inputs_next(&r->cl, &c)) > 0) {
 		if (c.skip == NULL &&
-		    decode_probe_rate(c.path, &like, &r->cfg.rate, why,
-				      sizeof(why)) == 0)
+		    decode_probe_rate(c.path, &like, r->o.duration_s,
+				      &r->cfg.rate, why, sizeof(why)) == 0)
 			break;
 		if (probe_unusable(r, &c, c.skip ? c.skip : why))
 			return -1;
@@ -487,29 +518,20 @@ static int choose_rate(struct run *r)
 static int configure(struct run *r)
 {
 	const struct options *o = &r->o;
-	double n;
 
 	r->cfg.dtype = o->dtype;
-	r->cfg.max_samples = REC_DEFAULT_MAX_DATA / rec_dtype_size(o->dtype);
+	r->cfg.piece_samples = o->piece_samples;
 	if (choose_rate(r))
 		return -1;
 	if (o->samples) {
 		r->cfg.duration = o->samples;
 	} else if (o->duration_s > 0) {
-		n = floor(o->duration_s * r->cfg.rate + 0.5);
-		if (n < 1)
+		r->cfg.duration = decode_seconds(o->duration_s, r->cfg.rate);
+		if (r->cfg.duration == 0)
 			prog_usage_error("--duration %g is less than one "
 					 "sample at %lu Hz", o->duration_s,
 					 (unsigned long)r->cfg.rate);
-		r->cfg.duration = n > (double)UINT64_MAX / 2 ? UINT64_MAX / 2
-							      : (uint64_t)n;
 	}
-	if (r->cfg.duration > r->cfg.max_samples)
-		prog_usage_error("a clip of %llu samples is more than a "
-				 "record holds (%llu %s samples)",
-				 (unsigned long long)r->cfg.duration,
-				 (unsigned long long)r->cfg.max_samples,
-				 rec_dtype_name(o->dtype));
 	return 0;
 }
 
@@ -567,12 +589,10 @@ static int open_writer(struct run *r)
 	return 0;
 }
 
-/* Writes clip i's record: its samples, or why it was skipped. Returns 0,
- * or -1 when the run must stop. */
-static int write_clip(struct run *r, uint64_t i, const struct job *j)
+/* A record of clip c (number i): the fields every record of it has. */
+static rec_item clip_item(const struct run *r, uint64_t i,
+			  const struct clip *c)
 {
-	const struct decoded *d = &j->out;
-	const struct clip *c = &j->clip;
 	rec_item it = {
 		.clip = i,
 		.label = c->label,
@@ -580,38 +600,16 @@ static int write_clip(struct run *r, uint64_t i, const struct job *j)
 		.split = c->split,
 		.key = c->key,
 		.key_len = strlen(c->key),
-		.dim1 = 1,
 	};
-	char q[1024];
-	double t0;
-	int err;
 
-	if (d->status != DEC_OK) {
-		quote_name_buf(q, sizeof(q), c->path);
-		if (d->status == DEC_FATAL || r->o.strict) {
-			prog_err("'%s': %s", q, d->reason);
-			return -1;
-		}
-		if (i >= r->n_probed) /* else warned by choose_rate() */
-			prog_warn("'%s': %s", q, d->reason);
-		it.type = REC_T_SKIPPED;
-		it.dim1 = 0;
-		it.data = d->reason;
-		it.data_len = strlen(d->reason);
-		r->n_skipped++;
-	} else {
-		it.type = REC_T_AUDIO;
-		it.dtype = r->cfg.dtype;
-		it.dim0 = (uint32_t)d->n;
-		it.clip_samples = d->n;
-		it.data = d->data;
-		it.data_len = (size_t)d->n * rec_dtype_size(r->cfg.dtype);
-		r->clipped += d->clipped;
-		r->n_ok++;
-	}
-	t0 = prog_now();
-	err = it.type == REC_T_AUDIO ? rec_write_crc(r->w, &it, d->crc)
-				     : rec_write(r->w, &it);
+	return it;
+}
+
+static int put(struct run *r, const rec_item *it, const uint32_t *crc)
+{
+	double t0 = prog_now();
+	int err = crc ? rec_write_crc(r->w, it, *crc) : rec_write(r->w, it);
+
 	r->t_write += prog_now() - t0;
 	if (err) {
 		prog_err("unable to write to '%s': %s", r->out_name,
@@ -619,6 +617,91 @@ static int write_clip(struct run *r, uint64_t i, const struct job *j)
 		return -1;
 	}
 	return 0;
+}
+
+/* Writes samples d of clip c (number i) as an audio record: the whole
+ * clip (flags 0) or a piece of it. */
+static int put_samples(struct run *r, uint64_t i, const struct clip *c,
+		       const struct decoded *d, uint32_t flags)
+{
+	rec_item it = clip_item(r, i, c);
+
+	it.type = REC_T_AUDIO;
+	it.flags = flags;
+	it.dtype = r->cfg.dtype;
+	it.offset = d->offset;
+	it.clip_samples = d->clip_samples;
+	it.dim0 = (uint32_t)d->n;
+	it.dim1 = 1;
+	it.data = d->data;
+	it.data_len = (size_t)d->n * rec_dtype_size(r->cfg.dtype);
+	r->clipped += d->clipped;
+	r->n_samples += d->n;
+	r->n_pieces += flags != 0;
+	return put(r, &it, &d->crc);
+}
+
+/* Writes the skipped record of clip c (number i) that says why: the
+ * clip itself, or the end of one cut short after kept samples. */
+static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
+		       const struct decoded *d)
+{
+	rec_item it = clip_item(r, i, c);
+	uint64_t kept = d->offset + d->n;
+	char q[1024];
+
+	quote_name_buf(q, sizeof(q), c->path);
+	if (d->status == DEC_FATAL || r->o.strict) {
+		prog_err("'%s': %s", q, d->reason);
+		return -1;
+	}
+	if (i >= r->n_probed) /* else warned by choose_rate() */
+		prog_warn("'%s': %s", q, d->reason);
+	/* A clip cut short: what was decoded since its last piece goes
+	 * as one more; the skipped record then ends the item. */
+	if (d->offset > 0 && d->n > 0 &&
+	    put_samples(r, i, c, d, REC_ITEM_MORE | REC_ITEM_CONT))
+		return -1;
+	r->n_cut += d->offset > 0;
+	it.type = REC_T_SKIPPED;
+	it.offset = d->offset > 0 ? kept : 0;
+	it.clip_samples = it.offset;
+	it.data = d->reason;
+	it.data_len = strlen(d->reason);
+	r->n_skipped++;
+	return put(r, &it, NULL);
+}
+
+/* Writes clip i in order: its pieces as they come, then its end (the
+ * whole clip, its last piece, or why it was skipped), and frees its
+ * slot. Returns 0, or -1 when the run must stop (the slot is then left
+ * to pool_stop(): its decoder may still be at work). */
+static int write_clip(struct run *r, uint64_t i)
+{
+	const struct job *j;
+	uint32_t flags;
+	int piece, err;
+
+	for (;;) {
+		j = pool_wait(r->pool, i, &piece);
+		if (!piece)
+			break;
+		flags = REC_ITEM_MORE | (j->piece.offset ? REC_ITEM_CONT : 0);
+		r->n_pieced += j->piece.offset == 0;
+		err = put_samples(r, i, &j->clip, &j->piece, flags);
+		pool_piece_done(r->pool, i);
+		if (err)
+			return -1;
+	}
+	if (j->out.status != DEC_OK) {
+		err = put_skipped(r, i, &j->clip, &j->out);
+	} else {
+		r->n_ok++;
+		err = put_samples(r, i, &j->clip, &j->out,
+				  j->out.offset ? REC_ITEM_CONT : 0);
+	}
+	pool_release(r->pool, i);
+	return err;
 }
 
 /* A clip's label and split, given in the decoder threads (pool.c). */
@@ -673,10 +756,10 @@ static int decode_and_write(struct run *r)
 		err = feed(r, &submitted);
 		if (err)
 			break;
-		err = write_clip(r, i, pool_wait(r->pool, i));
-		pool_release(r->pool, i);
+		err = write_clip(r, i);
 	}
-	pool_stop(r->pool, &r->t_read, &r->t_resample, &r->t_wait);
+	pool_stop(r->pool, &r->t_read, &r->t_resample, &r->t_emit,
+		  &r->t_wait);
 	r->pool = NULL;
 	return err;
 }
@@ -699,18 +782,31 @@ static int finish(struct run *r)
 
 static void report(const struct run *r)
 {
-	prog_warn("done %llu clips, skipped %llu",
-		  (unsigned long long)r->n_ok,
-		  (unsigned long long)r->n_skipped);
+	if (r->n_cut)
+		prog_warn("done %llu clips, skipped %llu (%llu of them cut "
+			  "short, kept up to the failure)",
+			  (unsigned long long)r->n_ok,
+			  (unsigned long long)r->n_skipped,
+			  (unsigned long long)r->n_cut);
+	else
+		prog_warn("done %llu clips, skipped %llu",
+			  (unsigned long long)r->n_ok,
+			  (unsigned long long)r->n_skipped);
 	prog_info("%llu records, %llu bytes in %.2f s",
 		  (unsigned long long)rec_writer_count(r->w),
 		  (unsigned long long)rec_writer_bytes(r->w),
 		  prog_now() - r->t0);
+	prog_info("%llu samples; %llu clips longer than %llu samples in %llu "
+		  "pieces", (unsigned long long)r->n_samples,
+		  (unsigned long long)r->n_pieced,
+		  (unsigned long long)r->cfg.piece_samples,
+		  (unsigned long long)r->n_pieces);
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
-		  "%.2f s; waiting for decoders %.2f s, writing output %.2f s "
-		  "(of which waiting on output %.2f s)",
+		  "%.2f s, handing on pieces %.2f s; waiting for decoders "
+		  "%.2f s, writing output %.2f s (of which waiting on output "
+		  "%.2f s)",
 		  r->o.co.jobs < r->cl.n ? r->o.co.jobs : r->cl.n, r->t_read,
-		  r->t_resample, r->t_wait, r->t_write,
+		  r->t_resample, r->t_emit, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
 	prog_report_spliced(rec_writer_bytes(r->w), rec_writer_spliced(r->w));
 	if (r->cfg.dtype == REC_S16)
@@ -720,7 +816,7 @@ static void report(const struct run *r)
 
 static void cleanup(struct run *r)
 {
-	pool_stop(r->pool, NULL, NULL, NULL);
+	pool_stop(r->pool, NULL, NULL, NULL, NULL);
 	rec_writer_close(r->w);
 	rec_header_free(r->h);
 	labels_free(&r->lt);

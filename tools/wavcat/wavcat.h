@@ -207,6 +207,10 @@ void sha1_final(struct sha1_ctx *c, unsigned char out[20]);
 
 /* decode.c */
 
+/* The default --piece-samples: a clip longer than this many samples is
+ * written in pieces of it (16 MiB of f32). */
+#define WAVCAT_PIECE_DEFAULT (1u << 22)
+
 struct decode_cfg {
 	uint32_t rate;       /* output rate in Hz */
 	int resample;        /* 1: resample to rate; 0: a file at another
@@ -215,7 +219,8 @@ struct decode_cfg {
 				  the rate, for the message */
 	uint64_t duration;   /* pad/trim to this many samples; 0: keep */
 	int dtype;           /* REC_S16 or REC_F32 */
-	uint64_t max_samples; /* largest clip a record can carry */
+	uint64_t piece_samples; /* a clip longer than this comes in pieces
+				   of this many samples (at least 1) */
 };
 
 enum decode_status {
@@ -224,16 +229,32 @@ enum decode_status {
 	DEC_FATAL = 2   /* stops the run: no memory, rate mismatch */
 };
 
-/* The result of decoding one clip; its buffer is reused clip after clip. */
+/* The samples of one clip, or of one piece of it, and once the clip is
+ * decoded the outcome; its buffer is reused clip after clip. */
 struct decoded {
 	int status;          /* enum decode_status */
 	void *data;          /* samples of dtype */
 	size_t cap;          /* bytes allocated at data */
-	uint64_t n;          /* samples */
+	uint64_t n;          /* samples at data */
+	uint64_t offset;     /* the first of them in the clip: the samples
+				of the pieces handed on before; 0 for a
+				clip in one record */
+	uint64_t clip_samples; /* the clip's length: in a piece, when known
+				  before the end (else 0); at the end of a
+				  clip decoded, offset + n; cut short, as
+				  in its pieces */
 	uint64_t clipped;    /* samples clipped to 16 bits */
 	uint32_t crc;        /* CRC32C of the n samples' bytes */
 	char reason[256];
 };
+
+/* Where the pieces of a clip longer than piece_samples go. Called with
+ * out holding the next piece (piece_samples samples from out->offset,
+ * their crc, clipped and clip_samples set), once a sample after it is
+ * known to come; the callee may swap out->data and out->cap for another
+ * buffer of its own (the decoder fills out->data from its start again).
+ * Returns 0 to go on, or nonzero to abandon the clip (the run stops). */
+typedef int (*decode_emit_fn)(void *ctx, struct decoded *out);
 
 struct decoder;
 
@@ -241,29 +262,44 @@ struct decoder;
  * clip to clip. NULL when out of memory. */
 struct decoder *decoder_new(const struct decode_cfg *cfg);
 void decoder_free(struct decoder *d);
-/* Decodes the file at path into out (status, samples or reason). */
-void decoder_run(struct decoder *d, const char *path, struct decoded *out);
-/* Seconds spent opening and reading files / resampling, so far. */
+/* Decodes the file at path into out: the status and, for a clip of at
+ * most piece_samples samples, all of it; a longer one is handed to
+ * emit(ctx, out) (NULL: dropped) a piece at a time, and out keeps what
+ * follows the last piece, at least one sample. A clip whose decoding
+ * fails after some pieces is cut short: status DEC_SKIP, out->offset
+ * above 0, out->n the samples decoded since the last piece (maybe 0;
+ * offset + n are kept), and a reason saying how many. A clip of one
+ * piece that fails keeps no sample (n 0). */
+void decoder_run(struct decoder *d, const char *path, struct decoded *out,
+		 decode_emit_fn emit, void *ctx);
+/* Seconds spent opening and reading files / resampling / waiting for
+ * emit() to take pieces, so far. */
 void decoder_times(const struct decoder *d, double *t_read,
-		   double *t_resample);
-/* The sample rate of the file at path, when the file is usable as a
- * clip decoded under like (its dtype and max_samples; its duration
- * nonzero for clips padded or trimmed, whatever the length): 0, or -1
- * with why not in reason (size bytes). The file is decoded whole to
- * know; no resampling, and nothing kept when trimmed. */
+		   double *t_resample, double *t_emit);
+/* --duration SECONDS in samples at rate (rounded to nearest; at most
+ * UINT64_MAX / 2), 0 when less than one. */
+uint64_t decode_seconds(double seconds, uint32_t rate);
+/* The sample rate of the file at path, when the file gives samples as a
+ * clip decoded under like (its dtype, piece size and duration, or with
+ * seconds nonzero, seconds at the file's rate), whole or cut short after
+ * some pieces: 0, or -1 with why not in reason (size bytes). The file is
+ * decoded whole to know, without resampling, its pieces dropped as they
+ * come. */
 int decode_probe_rate(const char *path, const struct decode_cfg *like,
-		      uint32_t *rate, char *reason, size_t size);
+		      double seconds, uint32_t *rate, char *reason,
+		      size_t size);
 
 /* pool.c */
 
 struct pool;
 
-/* A clip on the pool: its own copy of the clip's strings, and once
- * decoded, the result. */
+/* A clip on the pool: its own copy of the clip's strings; the piece
+ * waiting for the writer, and once decoded, the result. */
 struct job {
 	struct clip clip;    /* strings in buf, owned by the slot */
 	char *buf;
 	size_t cap;
+	struct decoded piece; /* a piece handed on (pool_wait()) */
 	struct decoded out;
 };
 
@@ -285,15 +321,22 @@ int pool_has_room(const struct pool *p);
  * this returns). Only when pool_has_room(). Returns 0 or -1 (no
  * memory). */
 int pool_submit(struct pool *p, const struct clip *c);
-/* Waits until clip i (submitted) is decoded and returns it, valid until
- * pool_release(i). Clips must be waited for in order. */
-struct job *pool_wait(struct pool *p, uint64_t i);
+/* Waits until clip i (submitted) has a piece ready or is decoded, and
+ * returns it: with *piece 1, the next piece in job->piece, valid until
+ * pool_piece_done(i); with *piece 0, the end of the clip in job->out,
+ * valid until pool_release(i). Clips must be waited for in order, and
+ * a clip's pieces taken until it ends: its decoder waits for that. */
+struct job *pool_wait(struct pool *p, uint64_t i, int *piece);
+/* The caller is done with clip i's piece: its decoder may hand on the
+ * next. */
+void pool_piece_done(struct pool *p, uint64_t i);
 /* Frees clip i's slot for a later clip. */
 void pool_release(struct pool *p, uint64_t i);
-/* Stops the threads (after their current clip), frees p; accepts NULL.
- * Adds the threads' time to *t_read and *t_resample when not NULL, and
- * the time the caller spent waiting in pool_wait() to *t_wait. */
+/* Stops the threads (after their current clip, or at once where one
+ * waits to hand on a piece), frees p; accepts NULL. Adds the threads'
+ * time to *t_read, *t_resample and *t_emit when not NULL, and the time
+ * the caller spent waiting in pool_wait() to *t_wait. */
 void pool_stop(struct pool *p, double *t_read, double *t_resample,
-	       double *t_wait);
+	       double *t_emit, double *t_wait);
 
 #endif

@@ -1,0 +1,121 @@
+"""Writing a record stream: records byte by byte (any field may be forced
+wrong, to make broken streams on purpose), and a Writer that checks each
+record it writes with the reader's rules and ends the stream with its
+trailer."""
+import struct
+
+from ._crc import crc32c
+from ._format import (DEFAULT_MAX_DATA, F_ZSTD, MAGIC, PIECE, T_HEADER,
+                      T_SKIPPED, T_TRAILER, type_version, zstd)
+from ._rules import Item, StreamState, item_problem
+
+
+def header_meta(pairs):
+    """key NUL value NUL for each (key, value), str or bytes."""
+    out = bytearray()
+    for k, v in pairs:
+        out += _b(k) + b"\0" + _b(v) + b"\0"
+    return bytes(out)
+
+
+def trailer_meta(n_records, n_items, n_skipped, checksum, reserved=0):
+    return struct.pack("<QQQII", n_records, n_items, n_skipped, checksum,
+                       reserved)
+
+
+def record(rtype, meta=b"", data=b"", flags=0, raw_len=None, version=None,
+           reserved=0, meta_len=None, data_len=None, crc=None, magic=MAGIC):
+    """One record's bytes. data is the payload as stored; raw_len
+    defaults to len(data), version to the lowest that defines the record
+    (type_version); the CRC is computed over what is written unless crc
+    is given."""
+    if version is None:
+        version = type_version(rtype, flags)
+    head = bytearray(magic)
+    head += struct.pack("<BBBBIIII", rtype, flags, version, reserved,
+                        len(meta) if meta_len is None else meta_len,
+                        len(data) if data_len is None else data_len,
+                        len(data) if raw_len is None else raw_len, 0)
+    if crc is None:
+        crc = crc32c(data, crc32c(bytes(head) + meta))
+    head[20:24] = struct.pack("<I", crc)
+    return bytes(head) + meta + bytes(data)
+
+
+def _b(s):
+    return s if isinstance(s, bytes) else str(s).encode()
+
+
+class Writer:
+    """Writes a valid stream to the binary file object f: the header at
+    once, then each data record given, then the trailer at close() (or
+    at the end of a with block that raised nothing). A record that breaks
+    a rule (formats/record.md) raises ValueError and is not written.
+    zstd_level > 0 compresses payloads where that makes them smaller, as
+    melpipe's programs do.
+
+        with Writer(f, [("kind", "features"), ("dtype", "f32")]) as w:
+            w.item(T_FEATURES, x.astype("<f4").tobytes(), clip=0,
+                   dtype=2, dim0=32, dim1=x.shape[1], key="a.wav")
+    """
+
+    def __init__(self, f, pairs=(), zstd_level=0,
+                 max_data=DEFAULT_MAX_DATA):
+        self.f = f
+        self.level = zstd_level
+        self.max_data = max_data
+        self.state = StreamState()
+        self.closed = False
+        self._put(record(T_HEADER, header_meta(pairs)))
+
+    def _put(self, rec):
+        self.f.write(rec)
+        self.state.note_crc(struct.unpack_from("<I", rec, 20)[0])
+
+    def item(self, rtype, data=b"", **fields):
+        """Writes a data record of rtype with payload data (bytes) and the
+        fields of Item (clip, offset, ..., flags for a piece)."""
+        if rtype == T_SKIPPED and isinstance(data, str):
+            data = data.encode()
+        return self.write(Item(rtype, data, **fields))
+
+    def write(self, it):
+        """Writes the data record it (an Item, as Reader gives them)."""
+        if self.closed:
+            raise ValueError("the stream is closed")
+        data = bytes(it.data)
+        if len(data) > self.max_data:
+            raise ValueError("payload of %d bytes over the cap of %d"
+                             % (len(data), self.max_data))
+        it = it.copy(key=bytes(it.key), key_len=len(it.key))
+        why = item_problem(it, len(data))
+        bad = ("FORMAT", why) if why else self.state.order_problem(it)
+        if bad:
+            raise ValueError(bad[1])
+        flags, stored = it.flags & PIECE, data
+        if self.level and data:
+            z = zstd().compress(data, self.level)
+            if len(z) < len(data):
+                flags, stored = flags | F_ZSTD, z
+        self.state.note_item(it)
+        self._put(record(it.type, it.meta(), stored, flags=flags,
+                         raw_len=len(data)))
+
+    def close(self):
+        """Writes the trailer (refused while an item's pieces go on)."""
+        if self.closed:
+            return
+        why = self.state.end_problem()
+        if why:
+            raise ValueError(why)
+        n, items, skipped = self.state.counts
+        self.f.write(record(T_TRAILER, trailer_meta(n, items, skipped,
+                                                    self.state.csum)))
+        self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()

@@ -1,0 +1,172 @@
+"""MelDataset against what h5py reads directly, in every layout, kind,
+element type and compression the suite writes."""
+import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
+
+import h5py
+import hdf5plugin  # noqa: F401
+import numpy as np
+import pytest
+
+import melpipe
+
+SPLITS = ("training", "validation", "testing")
+
+
+def direct(path, split):
+    """Every row of split as formats/hdf5.md says to read it."""
+    with h5py.File(path, "r") as f:
+        g = f[split]
+        feats, labels = g["features"], g["label"][()]
+        rows = []
+        for i in range(len(labels)):
+            if "start" in g:
+                s, n = int(g["start"][i]), int(g["n_frames"][i])
+                x = feats[s:s + n]
+                rows.append(x.T if f.attrs["kind"] == "features" else x)
+            else:
+                rows.append(feats[i])
+        return rows, labels
+
+
+def test_every_item_as_h5py_reads_it(datasets):
+    for (name, comp), path in sorted(datasets.items()):
+        for split in SPLITS:
+            ds = melpipe.MelDataset(path, split)
+            rows, labels = direct(path, split)
+            assert len(ds) == len(rows), (name, comp, split)
+            for i in range(len(ds)):
+                x, y = ds[i]
+                assert x.dtype == rows[i].dtype and x.shape == rows[i].shape
+                assert np.array_equal(x, rows[i], equal_nan=True), (name, i)
+                assert y == labels[i]
+            assert np.array_equal(ds.lengths, [r.shape[ds.length_axis]
+                                               for r in rows])
+
+
+def test_batches_as_items(datasets):
+    rng = np.random.default_rng(3)
+    for (name, comp), path in sorted(datasets.items()):
+        ds = melpipe.MelDataset(path, "training", dtype="float32",
+                                transform=lambda x: x * 2)
+        n = len(ds)
+        for idx in (rng.permutation(n)[:9], [n - 1, -1, 0, 0, 3],
+                    list(range(4)) + [n - 2]):
+            got = ds.__getitems__(idx)
+            want = [ds[i] for i in idx]
+            assert [y for _, y in got] == [y for _, y in want], name
+            for (a, _), (b, _) in zip(got, want):
+                assert a.dtype == b.dtype and np.array_equal(
+                    a, b, equal_nan=True), (name, comp, idx)
+    with pytest.raises(IndexError):
+        ds.__getitems__([0, n])
+
+
+def test_layouts_kinds_and_shapes(datasets):
+    fx = melpipe.MelDataset(datasets["feat-fixed", "none"])
+    rg = melpipe.MelDataset(datasets["feat-ragged", "zstd"])
+    au = melpipe.MelDataset(datasets["audio-ragged", "gzip"])
+    assert (fx.layout, fx.kind, fx.n_mels) == ("fixed", "features", 16)
+    assert (rg.layout, au.layout, au.kind) == ("ragged", "ragged", "audio")
+    assert fx[0][0].shape[0] == 16 and rg[3][0].shape[0] == 16
+    assert au[0][0].ndim == 1 and len(set(au.lengths)) > 1
+    assert len(set(rg.lengths)) > 1 and rg[0][0].flags.c_contiguous
+    assert fx.labels == ["word0", "word1", "word2"] and fx.num_classes == 3
+    assert melpipe.MelDataset(datasets["bf16-ragged", "none"])[0][0].dtype \
+        == np.float32
+
+
+def test_dtype_transform_and_meta(datasets):
+    path = datasets["f16-fixed", "none"]
+    ds = melpipe.MelDataset(path, "validation", dtype="float32",
+                            transform=lambda x: x[:, :2])
+    x, _ = ds[1]
+    raw = melpipe.MelDataset(path, "validation")[1][0]
+    assert raw.dtype == np.float16 and x.dtype == np.float32
+    assert np.array_equal(x, raw.astype(np.float32)[:, :2])
+    m = ds.meta(len(ds) - 1)
+    with h5py.File(path) as f:
+        g = f["validation"]
+        clip = g["clip"][len(ds) - 1]
+        assert m.path == f["clips/path"].asstr()[clip]
+        assert (m.clip, m.segment, m.offset) == (
+            clip, g["segment"][-1], g["offset"][-1])
+    assert m.path.startswith("word") and m.path.endswith(".wav")
+
+
+def test_stats_match_numpy(datasets):
+    for name in ("feat-fixed", "feat-ragged"):
+        ds = melpipe.MelDataset(datasets[name, "zstd"])
+        rows, _ = direct(datasets[name, "zstd"], "training")
+        allv = np.concatenate([r.astype(np.float64) for r in rows], axis=1)
+        st = ds.stats()
+        assert st.count == allv.shape[1] and st.mean.shape == (16,)
+        assert np.allclose(st.mean, allv.mean(axis=1), rtol=1e-5, atol=1e-4)
+        assert np.allclose(st.std, allv.std(axis=1), rtol=1e-5, atol=1e-4)
+    au = melpipe.MelDataset(datasets["audio-fixed", "none"]).stats()
+    assert au.mean.shape == (1,)
+
+
+def read_all(ds):
+    return [(ds[i][0].tolist(), ds[i][1]) for i in range(len(ds))]
+
+
+def read_some(args):
+    ds, idx = args
+    return [(ds[i][0].tolist(), ds[i][1]) for i in idx]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_pickled_and_read_in_workers(datasets, method):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip("no %s here" % method)
+    ds = melpipe.MelDataset(datasets["feat-ragged", "zstd"])
+    want = read_all(ds)  # opens the file here, before the fork
+    clone = pickle.loads(pickle.dumps(ds))
+    assert clone._f is None and read_all(clone) == want
+    ctx = multiprocessing.get_context(method)
+    parts = [range(i, len(ds), 3) for i in range(3)]
+    with ctx.Pool(3) as pool:
+        got = pool.map(read_some, [(ds, p) for p in parts])
+    for p, rows in zip(parts, got):
+        assert rows == [want[i] for i in p]
+
+
+def test_unknown_version_refused(datasets, tmp_path):
+    path = str(tmp_path / "v9.h5")
+    with open(datasets["feat-fixed", "none"], "rb") as a, \
+            open(path, "wb") as b:
+        b.write(a.read())
+    with h5py.File(path, "r+") as f:
+        f.attrs["melpipe_hdf5_version"] = np.int32(9)
+    with pytest.raises(melpipe.FormatError,
+                       match="melpipe HDF5 version 9.*reads versions 1 "
+                       "and 2"):
+        melpipe.MelDataset(path)
+    with h5py.File(path, "r+") as f:
+        del f.attrs["melpipe_hdf5_version"]
+    with pytest.raises(melpipe.FormatError, match="not a melpipe dataset"):
+        melpipe.MelDataset(path)
+
+
+def test_missing_split_named(datasets):
+    with pytest.raises(KeyError, match="no split 'all'.*training, "
+                       "validation, testing"):
+        melpipe.MelDataset(datasets["feat-fixed", "none"], "all")
+
+
+def test_missing_filter_says_what_to_install(datasets, tmp_path):
+    # a Python without hdf5plugin, and no plugin folder HDF5 could search
+    code = ("import sys; sys.modules['hdf5plugin'] = None; import melpipe\n"
+            "try:\n    melpipe.MelDataset(sys.argv[1])\n"
+            "except melpipe.MissingFilterError as e:\n    print(e)\n")
+    env = dict(os.environ, HDF5_PLUGIN_PATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code,
+                          datasets["feat-fixed", "zstd"]], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert "HDF5 filter 32015 (zstd)" in out, out
+    assert "pip install hdf5plugin" in out and "HDF5_PLUGIN_PATH" in out
+    assert "/training/features" in out

@@ -1,0 +1,143 @@
+"""python -m melpipe show: pictures of every kind of dataset the suite
+writes, the row --clip picks, the axes, errors and their exit statuses,
+and the message where matplotlib is missing."""
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BIN, GPUMEL, RATE, run_pipeline
+
+pytest.importorskip("matplotlib")
+import matplotlib.image  # noqa: E402
+
+from melpipe import axes, show  # noqa: E402
+from melpipe.__main__ import main  # noqa: E402
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def more(datasets, tmp_path_factory):
+    """Beside the session's datasets: no labels, an empty validation
+    split and the htk scale (gzip); no splits, audio, ragged."""
+    d = tmp_path_factory.mktemp("show")
+    data = os.path.join(os.path.dirname(datasets["feat-fixed", "none"]),
+                        "DATA")
+    nolab, nosplit = str(d / "nolab.h5"), str(d / "nosplit.h5")
+    run_pipeline([["wavcat", "-q", "--rate", str(RATE), "--duration", "1",
+                   "--split", "hash:0:50", "--no-labels", data],
+                  GPUMEL + ["--mel-scale", "htk"],
+                  ["h5pack", "-q", "-c", "gzip", "-o", nolab]], os.devnull)
+    run_pipeline([["wavcat", "-q", "--rate", str(RATE), "--split", "none",
+                   data], ["h5pack", "-q", "-o", nosplit]], os.devnull)
+    return {"nolab": nolab, "nosplit": nosplit}
+
+
+def check_png(path):
+    img = matplotlib.image.imread(path)
+    h, w = img.shape[:2]
+    assert 300 <= h <= 6000 and 600 <= w <= 3000, (path, img.shape)
+    colours = np.unique((img[..., :3] * 255).astype(np.uint8).reshape(-1, 3),
+                        axis=0)
+    assert len(colours) > 20, (path, len(colours))
+
+
+CASES = [("feat-fixed", "zstd"), ("feat-ragged", "gzip"),
+         ("audio-fixed", "none"), ("audio-ragged", "zstd"),
+         ("f16-fixed", "none"), ("bf16-ragged", "none"), "nolab", "nosplit"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_pictures_of_every_kind(datasets, more, tmp_path, case):
+    path = more[case] if isinstance(case, str) else datasets[case]
+    out = str(tmp_path / "rows.png")
+    shown = show.show(path, out, rows=3)
+    assert shown.pages == [out, str(tmp_path / "rows-summary.png")]
+    for page in shown.pages:
+        check_png(page)
+    assert 1 <= len(shown.rows) <= 3
+    if case == "nolab":
+        assert {r.split for r in shown.rows} == {"training", "testing"}
+    elif case == "nosplit":
+        assert {r.split for r in shown.rows} == {"all"}
+    else:  # one row of each of the three labels
+        assert sorted(r.label for r in shown.rows) == [0, 1, 2]
+
+
+def test_clip_picks_its_rows(datasets, tmp_path):
+    path = datasets["feat-fixed", "none"]
+    with h5py.File(path) as f:
+        g = f["validation"]
+        clip = int(g["clip"][3])
+        key = f["clips/path"].asstr()[clip]
+        want = sorted(int(s) for s in g["segment"][g["clip"][()] == clip])
+    shown = show.show(path, str(tmp_path / "c.png"), clip=key, rows=2,
+                      summary=False)
+    assert shown.pages == [str(tmp_path / "c.png")]
+    assert {r.path for r in shown.rows} == {key}
+    assert [r.segment for r in shown.rows] == want[:2]
+    assert all(key in t and "validation" in t for t in shown.titles)
+    info = show.Info(path)
+    for name in (key, "some/folder/" + key, key.split("/")[1]):
+        rows, of = show.pick_clip(info, name, 50)
+        assert {(r.path, r.split) for r in rows} == {(key, "validation")}
+        assert [r.segment for r in rows] == want and of == len(want)
+
+
+def test_axes_from_the_recorded_parameters():
+    librosa = pytest.importorskip("librosa")
+    for scale in ("slaney", "htk"):
+        a = {"n_mels": 40, "fmin": 20.0, "fmax": 7600.0, "mel_scale": scale}
+        want = librosa.mel_frequencies(42, fmin=20.0, fmax=7600.0,
+                                       htk=scale == "htk")[1:-1]
+        assert np.allclose(axes.mel_band_hz(a), want, rtol=1e-9)
+    a = {"sample_rate": 16000, "hop_length": 160, "n_fft": 512, "center": 1}
+    assert np.allclose(axes.frame_times(a, 3, 1600), [0.1, 0.11, 0.12])
+    a["center"] = 0
+    assert np.allclose(axes.frame_times(a, 2), [0.016, 0.026])
+    assert axes.per_second(a, "features") == 100.0
+
+
+def test_cli_prints_pages_and_errors_in_one_line(datasets, tmp_path,
+                                                 capsys):
+    path = datasets["f16-fixed", "none"]
+    out = str(tmp_path / "x.png")
+    assert main(["show", path, "-o", out, "--rows", "1", "--no-summary"]) \
+        == 0
+    assert capsys.readouterr().out == out + "\n"
+    check_png(out)
+    cases = [([str(tmp_path / "none.h5")], 1, "cannot open"),
+             ([path, "--clip", "word9/nothing.wav"], 1, "no clip"),
+             ([__file__], 1, "melpipe show: '"),
+             ([path, "-o", str(tmp_path / "no" / "x.png")], 1, "no folder"),
+             ([path, "--rows", "0"], 2, "outside 1..256"),
+             ([path, "--bogus"], 2, "unrecognized")]
+    for args, status, text in cases:
+        try:
+            got = main(["show"] + args)
+        except SystemExit as e:  # argparse's usage errors
+            got = e.code
+        err = capsys.readouterr().err
+        assert got == status, (args, err)
+        if status == 1:
+            assert len(err.splitlines()) == 1, err
+        assert text in err, (args, err)
+
+
+def test_missing_matplotlib_named(datasets, tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from melpipe.__main__ import main; sys.exit(main())")
+    r = subprocess.run([sys.executable, "-c", code, "show",
+                        datasets["feat-fixed", "none"], "-o",
+                        str(tmp_path / "m.png")], capture_output=True,
+                       text=True, env=dict(os.environ,
+                                           PYTHONPATH=PYTHON_DIR))
+    assert r.returncode == 1
+    assert r.stderr.strip() == ("melpipe show: matplotlib is not "
+                                "installed: pip install matplotlib (or pip "
+                                "install 'melpipe[plot]')"), r.stderr
+    assert not os.path.exists(tmp_path / "m.png")

@@ -1,0 +1,149 @@
+"""melpipe.stream against the golden streams of tests/golden, and its
+writer, joins and windows against its reader."""
+import contextlib
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from melpipe import stream
+from melpipe.stream import _crc
+from melpipe.stream import __main__ as dump
+
+from conftest import BIN, GOLDEN
+
+
+def golden():
+    """(file, what README says of it: None for a good one, else the
+    record, byte and start of the reason)."""
+    with open(os.path.join(GOLDEN, "README")) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 3 and parts[0].endswith(".rec"):
+                yield parts[0], None if parts[1] == "-" else parts[1]
+
+
+GOLDEN_FILES = sorted(golden()) if os.path.isdir(GOLDEN) else []
+
+
+def test_readme_lists_every_golden_file():
+    if not GOLDEN_FILES:
+        pytest.skip("no tests/golden beside python/")
+    assert sorted(f for f, _ in GOLDEN_FILES) == sorted(
+        f for f in os.listdir(GOLDEN) if f.endswith(".rec"))
+
+
+@pytest.mark.parametrize("name,want", GOLDEN_FILES)
+def test_golden(name, want):
+    path = os.path.join(GOLDEN, name)
+    if want is None:
+        pairs, items, trailer = stream.read_stream(path)
+        assert trailer["n_records"] == len(items)
+        return
+    with pytest.raises(stream.StreamError) as e:
+        stream.read_stream(path)
+    assert str(e.value).startswith(want), str(e.value)
+
+
+def test_dump_prints_what_recdump_prints():
+    recdump = os.path.join(BIN, "recdump")
+    if not os.access(recdump, os.X_OK):
+        pytest.skip("recdump is not built in %s" % BIN)
+    for name, want in GOLDEN_FILES:
+        path = os.path.join(GOLDEN, name)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = dump.main(["dump", path])
+        c = subprocess.run([recdump, path], capture_output=True)
+        assert rc == c.returncode, name
+        if want is None:
+            assert out.getvalue() == c.stdout.decode(), name
+        else:
+            assert err.getvalue().split(": ", 2)[2] == \
+                c.stderr.decode().split(": ", 2)[2], name
+
+
+def test_crc32c_paths_agree():
+    rng = np.random.default_rng(1)
+    assert _crc._crc32c_numpy(b"123456789") == 0xE3069283
+    for n in (0, 1, 255, 1024, 1025, 5000, 70001):
+        d = rng.integers(0, 256, n, np.uint8).tobytes()
+        want = _crc._advance_bytes(0xFFFFFFFF, d) ^ 0xFFFFFFFF
+        assert _crc._crc32c_numpy(d) == want == stream.crc32c(d)
+        assert _crc._crc32c_numpy(d[n // 3:],
+                                  _crc._crc32c_numpy(d[:n // 3])) == want
+
+
+def written(level=0):
+    """A stream of every record type, pieces and a cut-short item
+    included, by Writer."""
+    buf = io.BytesIO()
+    pcm = np.arange(60, dtype="<i2")
+    feats = np.arange(12, dtype="<f4").reshape(4, 3)
+    with stream.Writer(buf, [("kind", "audio"), ("label", "a")],
+                       zstd_level=level) as w:
+        w.item(stream.T_AUDIO, pcm[:40].tobytes(), clip=0, dtype=1,
+               dim0=40, dim1=1, key="x.wav", clip_samples=60,
+               sample_rate=8000, label=0, split=1)
+        w.item(stream.T_WINDOWS, pcm.tobytes(), clip=1, dtype=1, dim0=60,
+               dim1=1, key="y.wav", win_len=25, win_hop=20, n_windows=3,
+               win_flags=stream.WIN_PAD, clip_samples=60)
+        w.item(stream.T_SKIPPED, "unreadable", clip=2, key="z.wav")
+        w.item(stream.T_FEATURES, feats[:, :2].tobytes(), clip=3, dtype=2,
+               dim0=4, dim1=2, key="f", flags=stream.F_MORE)
+        w.item(stream.T_FEATURES, np.ascontiguousarray(feats[:, 2:])
+               .tobytes(), clip=3, dtype=2, dim0=4, dim1=1, key="f",
+               offset=128, clip_samples=300, flags=stream.F_CONT)
+        w.item(stream.T_AUDIO, pcm[:10].tobytes(), clip=4, dtype=1, dim0=10,
+               dim1=1, key="c", flags=stream.F_MORE)
+        w.item(stream.T_SKIPPED, "decoding failed", clip=4, key="c",
+               clip_samples=10, offset=10)
+    return buf.getvalue(), pcm, feats
+
+
+@pytest.mark.parametrize("level", [0, 3])
+def test_writer_reader_join_expand(level):
+    data, pcm, feats = written(level)
+    pairs, items, trailer = stream.read_stream(data)
+    assert pairs == [("kind", b"audio"), ("label", b"a")]
+    assert trailer["n_records"] == 7 and trailer["n_skipped"] == 2
+    joined = list(stream.join(items))
+    assert [it.type for it in joined] == [2, 6, 4, 3, 2, 4]
+    assert np.array_equal(joined[3].array(), feats) and joined[3].pieces == 2
+    assert joined[4].cut_short and joined[4].dim0 == 10
+    wins = list(stream.expand(joined))
+    assert [w.segment for w in wins[1:4]] == [0, 1, 2]
+    assert [w.offset for w in wins[1:4]] == [0, 20, 40]
+    assert np.array_equal(wins[3].array()[:, 0],
+                          np.concatenate([pcm[40:], np.zeros(5, "<i2")]))
+
+
+def test_writer_refuses_what_readers_refuse():
+    w = stream.Writer(io.BytesIO())
+    w.item(stream.T_AUDIO, bytes(4), clip=1, dtype=1, dim0=2, dim1=1)
+    with pytest.raises(ValueError, match="clip 0 segment 0 after clip 1"):
+        w.item(stream.T_AUDIO, bytes(4), clip=0, dtype=1, dim0=2, dim1=1)
+    with pytest.raises(ValueError, match="does not match 3x1 s16"):
+        w.item(stream.T_AUDIO, bytes(4), clip=2, dtype=1, dim0=3, dim1=1)
+    w.item(stream.T_AUDIO, bytes(4), clip=2, dtype=1, dim0=2, dim1=1,
+           flags=stream.F_MORE)
+    with pytest.raises(ValueError, match="ends after a piece"):
+        w.close()
+
+
+def test_reads_a_pipe_record_by_record(tmp_path):
+    data, _, _ = written(3)
+    r = stream.Reader(io.BufferedReader(io.BytesIO(data), 7))
+    assert r.next_record() is None and r.header[0][0] == "kind"
+    assert len(list(r)) == 7 and r.trailer["n_items"] == 5
+    path = tmp_path / "s.rec"
+    path.write_bytes(data + b"MELP")
+    out = subprocess.run([sys.executable, "-m", "melpipe.stream", "dump",
+                          str(path)], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.endswith("data after the trailer (another stream "
+                               "follows: streams run together are not "
+                               "merged)\n")
