@@ -86,10 +86,30 @@ void mel_window_build(const mel_params *p, double *w);
 typedef struct mel_rec {
 	uint64_t in_off;     /* element offset of the record's samples in in */
 	uint32_t n_samples;
-	uint32_t n_frames;   /* mel_n_frames(n_samples) */
+	uint32_t n_frames;   /* mel_rec_frames(): mel_n_frames(n_samples),
+				framed as without center when MEL_REC_PADDED */
 	uint64_t out_off;    /* element offset of its [n_mels][n_frames]
 				matrix in out */
+	uint32_t flags;      /* MEL_REC_*; 0 for a record as it came */
+	uint32_t reserved;   /* 0 */
 } mel_rec;
+
+/*
+ * mel_rec.flags, for a stretch of an item that comes in pieces (pack.c
+ * frames such an item a stretch at a time):
+ * MEL_REC_PADDED: the host has put --center's padding in the samples
+ * already (or the frames touch none): frame t starts at sample t * hop,
+ * as with center off, whatever p->center says.
+ * MEL_REC_NO_CLAMP: the record is a piece of an item, whose maximum is
+ * known only at its end: top_db does not clamp it (whoever joins the
+ * pieces does).
+ */
+#define MEL_REC_PADDED 0x1u
+#define MEL_REC_NO_CLAMP 0x2u
+
+/* The frames of record r: mel_n_frames(), as without center for a
+ * record flagged MEL_REC_PADDED. */
+uint64_t mel_rec_frames(const mel_params *p, const mel_rec *r);
 
 typedef struct mel_batch {
 	int in_dtype;        /* REC_S16 or REC_F32 */

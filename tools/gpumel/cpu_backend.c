@@ -12,7 +12,8 @@
  * filterbank, the log, the cast to the output type, written straight into
  * the record's [n_mels][n_frames] matrix. --top-db needs each record's
  * maximum: a record that one thread computed whole is clamped by that
- * thread at once; one split between threads is clamped after the join.
+ * thread at once; one split between threads is clamped after the join; a
+ * record flagged MEL_REC_NO_CLAMP (a piece of an item) is not clamped.
  */
 #include <errno.h>
 #include <fftw3.h>
@@ -157,8 +158,9 @@ static void fill_frame(const struct cpu_ctx *c, const mel_batch *b,
 		       const mel_rec *r, uint64_t f, float *frame)
 {
 	int64_t n = r->n_samples;
+	int pad = c->p.center && !(r->flags & MEL_REC_PADDED);
 	int64_t start = (int64_t)(f * c->p.hop_length) -
-			(c->p.center ? (int64_t)(c->p.n_fft / 2) : 0);
+			(pad ? (int64_t)(c->p.n_fft / 2) : 0);
 	int s16 = b->in_dtype == REC_S16;
 	const float *win = s16 ? c->win_s16 : c->win_f32;
 	const void *x = s16 ?
@@ -353,7 +355,7 @@ static void run_share(struct worker *w)
 		if (a >= e)
 			continue;
 		max = run_frames(w, ri, a, e);
-		if (!c->clamp)
+		if (!c->clamp || (c->cur->rec[ri].flags & MEL_REC_NO_CLAMP))
 			continue;
 		if (a == 0 && e == fe - fs) {
 			clamp_record(c, ri, max);
@@ -499,7 +501,7 @@ static int check_batch(mel_backend *be, const struct cpu_ctx *c,
 		const mel_rec *r = &b->rec[i];
 		uint64_t out_n = (uint64_t)c->fb->n_mels * r->n_frames;
 
-		if (r->n_frames != mel_n_frames(&c->p, r->n_samples) ||
+		if (r->n_frames != mel_rec_frames(&c->p, r) ||
 		    (r->in_off + r->n_samples) * in_size > b->in_cap ||
 		    (r->out_off + out_n) * c->out_size > b->out_cap) {
 			snprintf(be->err, sizeof(be->err), "batch record %zu "

@@ -252,7 +252,9 @@ MD md_frame md_locate(const mel_kargs &a, uint32_t f)
 	fr.out_off = R->out_off;
 	fr.n = R->n_samples;
 	fr.stride = R->n_frames;
-	fr.start = (int64_t)fr.j * a.hop - (int64_t)a.pad;
+	/* a stretch of an item in pieces comes padded by the host */
+	fr.start = (int64_t)fr.j * a.hop -
+		   ((R->flags & MEL_REC_PADDED) ? 0 : (int64_t)a.pad);
 	return fr;
 }
 
@@ -652,8 +654,9 @@ MD float md_mel_combine(const mel_kargs &a, const md_frame &fr, int t,
 	return mx;
 }
 
-/* top_db: raises element (frame f, mel m) to its record's max - top_db.
- * After the cast, as the CPU backend: rounding is monotonic, so
+/* top_db: raises element (frame f, mel m) to its record's max - top_db,
+ * but in a record flagged MEL_REC_NO_CLAMP (a piece of an item). After
+ * the cast, as the CPU backend: rounding is monotonic, so
  * max(round(x), round(floor)) is round(max(x, floor)). */
 MD void md_clamp(const mel_kargs &a, uint32_t f, uint32_t m)
 {
@@ -662,6 +665,9 @@ MD void md_clamp(const mel_kargs &a, uint32_t f, uint32_t m)
 	uint64_t i = R->out_off + (uint64_t)m * R->n_frames +
 		     (f - a.frame_base[r]);
 	float floor = md_key_float(a.rec_key[r]) - a.top_db;
+
+	if (R->flags & MEL_REC_NO_CLAMP)
+		return;
 
 	if (a.out_dtype == REC_F16) {
 		__half *o = (__half *)a.out, h = __float2half_rn(floor);

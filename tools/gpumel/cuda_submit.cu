@@ -61,7 +61,7 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 		const mel_rec *R = &b->rec[r];
 		uint64_t cells = (uint64_t)c->p.n_mels * R->n_frames;
 
-		if (R->n_frames != mel_n_frames(&c->p, R->n_samples))
+		if (R->n_frames != mel_rec_frames(&c->p, R))
 			return bad_record(c, r, R, "wrong frame count");
 		if (R->in_off > in_elems || R->n_samples > in_elems - R->in_off)
 			return bad_record(c, r, R, "samples outside the batch");

@@ -79,7 +79,7 @@ static int write_entry(struct loop *lp, const struct hbatch *hb,
 		.clip_samples = e->clip_samples, .segment = e->segment,
 		.label = e->label, .sample_rate = e->sample_rate,
 		.split = e->split, .key = hb->arena + e->key_off,
-		.key_len = e->key_len,
+		.key_len = e->key_len, .flags = e->flags,
 	};
 
 	if (e->skipped) {
@@ -97,7 +97,8 @@ static int write_entry(struct loop *lp, const struct hbatch *hb,
 		it.data = (const char *)hb->mb.out + r->out_off * lp->out_size;
 		it.data_len = (size_t)lp->p.n_mels * r->n_frames *
 			      lp->out_size;
-		lp->st.features++;
+		/* an item in pieces counts once, at its end */
+		lp->st.features += !(e->flags & REC_ITEM_MORE);
 	}
 	return rec_write(lp->wr, &it);
 }
@@ -322,6 +323,7 @@ void loop_free(struct loop *lp)
 	}
 	free(lp->hb);
 	free(lp->pad);
+	pieces_free(&lp->pc);
 	for (size_t i = 0; i < 3; i++) {
 		free(qs[i]->v);
 		pthread_cond_destroy(&qs[i]->cond);

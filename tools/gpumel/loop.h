@@ -36,6 +36,8 @@ struct entry {
 	int32_t label;
 	int split;
 	int skipped;           /* leaves as a skipped record (text: reason) */
+	uint32_t flags;        /* REC_ITEM_MORE, REC_ITEM_CONT: a features
+				  piece (pieces.c) */
 	size_t rec;            /* computed: index in the batch's mel_rec[] */
 	size_t key_off, key_len, text_off, text_len; /* in the arena */
 };
@@ -60,6 +62,31 @@ struct queue {
 	size_t cap, head, len;
 	int closed;            /* the producer is done */
 	pthread_cond_t cond;
+};
+
+/* The reader's item in pieces, being framed a stretch at a time
+ * (pieces.c). */
+struct pieces {
+	int open;              /* its last piece has not come yet */
+	int mode;              /* PC_FRAME, PC_REFUSED or PC_DROP */
+	int started;           /* frames computed: carry holds padded samples */
+	int emitted;           /* features pieces sent */
+	int dt;                /* REC_S16 or REC_F32: the samples as batched */
+	size_t isz;            /* bytes per sample as batched */
+	uint64_t n;            /* the item's samples so far */
+	uint64_t n_all;        /* and those dropped after a refusal */
+	int nan;               /* PC_REFUSED for a sample not finite */
+	uint64_t t_next;       /* its first frame not computed yet */
+	uint64_t y0;           /* where carry starts in the padded signal */
+	unsigned char *carry;  /* samples a later frame needs */
+	size_t carry_len;      /* samples in carry */
+	size_t carry_cap;      /* bytes */
+	uint64_t clip_samples; /* as the latest piece gives it */
+	rec_item first;        /* the first piece's fields (key: key) */
+	char *key;
+	char why[384];         /* PC_REFUSED: the reason */
+	uint64_t max_frames;   /* frames of one computed record at most */
+	uint64_t chunk;        /* samples of a piece framed at once */
 };
 
 struct stats {
@@ -91,6 +118,7 @@ struct loop {
 	size_t cap_in, cap_out, cap_recs; /* batch size chosen from data */
 	void *pad;             /* reader: a padded window, taken alone */
 	size_t pad_cap;
+	struct pieces pc;      /* reader: the item in pieces, if any */
 	struct stats st;
 };
 
@@ -115,6 +143,25 @@ static inline int aborted(struct loop *lp)
 /* The reader thread (pack.c): reads lp->rd to its end, packing the
  * records into batches for the ready queue, which it closes at the end. */
 void *reader_main(void *arg);
+
+/* pack.c's helpers that pieces.c shares; see pack.c. */
+struct entry *add_entry(struct loop *lp, struct hbatch *hb,
+			const rec_item *it);
+int add_skipped_rec(struct loop *lp, struct hbatch **cur, const rec_item *it,
+		    const char *reason, size_t len);
+int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
+	      uint64_t nf, size_t nrecs);
+const char *unusable(const struct loop *lp, const rec_item *it, uint64_t nf,
+		     char *buf, size_t len);
+int convert_samples(void *dst, const rec_item *it, size_t from, size_t n,
+		    size_t *bad);
+void warn_skip(const rec_item *it, const char *reason);
+
+/* pieces.c: an audio piece, or the skipped record after a piece flagged
+ * more (lp->pc.open): 0, or -1 on abort. */
+int add_piece(struct loop *lp, struct hbatch **cur, const rec_item *it);
+/* Frees what the item in pieces holds. */
+void pieces_free(struct pieces *pc);
 
 /* Sets up n_hb batches (their buffers allocated later, once the data
  * give their size), all in the free queue; -1 when out of memory. The

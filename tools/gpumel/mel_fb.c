@@ -33,6 +33,17 @@ uint64_t mel_n_frames(const mel_params *p, uint64_t n_samples)
 	return 1 + (len - p->n_fft) / p->hop_length;
 }
 
+uint64_t mel_rec_frames(const mel_params *p, const mel_rec *r)
+{
+	mel_params q;
+
+	if (!(r->flags & MEL_REC_PADDED))
+		return mel_n_frames(p, r->n_samples);
+	q = *p;
+	q.center = 0;
+	return mel_n_frames(&q, r->n_samples);
+}
+
 /* Slaney's Auditory Toolbox scale (librosa's default): linear below
  * 1 kHz, logarithmic above. */
 #define SLANEY_F_SP (200.0 / 3.0)

@@ -2,8 +2,9 @@
  * pack.c - gpumel's reader thread: reads the records and packs their
  * samples into batches (the backend's buffers), each record's metadata
  * beside them; a windows record's samples go in once, its windows
- * pointing into them. The hot loop of the host side: everything it calls
- * per record is static here or inline in loop.h.
+ * pointing into them; an item in pieces goes to pieces.c. The hot loop of
+ * the host side: everything it calls per record of a stream without
+ * pieces is here or inline in loop.h.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -92,8 +93,8 @@ static struct entry *add_entry_key(struct loop *lp, struct hbatch *hb,
 	return e;
 }
 
-static struct entry *add_entry(struct loop *lp, struct hbatch *hb,
-			       const rec_item *it)
+struct entry *add_entry(struct loop *lp, struct hbatch *hb,
+			const rec_item *it)
 {
 	return add_entry_key(lp, hb, it, SIZE_MAX);
 }
@@ -192,6 +193,16 @@ static struct hbatch *get_batch(struct loop *lp, size_t in, size_t out,
 	return hb;
 }
 
+/* A skipped record naming reason (len bytes), with it's fields, in the
+ * current batch (or a new one). -1 on abort. */
+int add_skipped_rec(struct loop *lp, struct hbatch **cur, const rec_item *it,
+		    const char *reason, size_t len)
+{
+	if (!*cur && !(*cur = get_batch(lp, 0, 0, 0)))
+		return -1;
+	return add_skipped(lp, *cur, it, reason, len);
+}
+
 /* Passes the current batch on (if it holds anything). */
 static void flush_batch(struct loop *lp, struct hbatch **cur)
 {
@@ -237,35 +248,47 @@ static void halves_to_f32(float *dst, const void *src, size_t n, int dtype)
 	}
 }
 
-/* Copies (converts) the samples of it to dst: s16 stays s16, the rest
- * becomes f32. Returns 0, or -1 (reason set) when a sample is not
- * finite. */
-static int copy_samples(void *dst, const rec_item *it, char *reason,
-			size_t rlen)
+/* Copies (converts) samples [from, from + n) of it to dst: s16 stays
+ * s16, the rest becomes f32. Returns 0, or -1 when a sample is not
+ * finite (*bad: the first, counted from from). */
+int convert_samples(void *dst, const rec_item *it, size_t from, size_t n,
+		    size_t *bad)
 {
-	size_t n = it->dim0, bad;
+	const char *src = (const char *)it->data +
+			  from * rec_dtype_size(it->dtype);
 
 	switch (it->dtype) {
 	case REC_S16:
-		memcpy(dst, it->data, n * 2);
+		memcpy(dst, src, n * 2);
 		return 0;
 	case REC_F32:
-		memcpy(dst, it->data, n * 4);
+		memcpy(dst, src, n * 4);
 		break;
 	case REC_F16:
 	case REC_BF16:
-		halves_to_f32(dst, it->data, n, it->dtype);
+		halves_to_f32(dst, src, n, it->dtype);
 		break;
 	}
-	if (is_finite_f32(dst, n, &bad))
+	return is_finite_f32(dst, n, bad) ? 0 : -1;
+}
+
+/* Copies (converts) the samples of it to dst. Returns 0, or -1 (reason
+ * set) when a sample is not finite. */
+static int copy_samples(void *dst, const rec_item *it, char *reason,
+			size_t rlen)
+{
+	size_t bad;
+
+	if (convert_samples(dst, it, 0, it->dim0, &bad) == 0)
 		return 0;
 	snprintf(reason, rlen, "sample %zu is not a finite number", bad);
 	return -1;
 }
 
-/* Why an audio record cannot be computed, or NULL. */
-static const char *unusable(const struct loop *lp, const rec_item *it,
-			    uint64_t nf, char *buf, size_t len)
+/* Why an audio record cannot be computed, or NULL (nf: its frames; any
+ * number but 0 asks only about its channels, rate and type). */
+const char *unusable(const struct loop *lp, const rec_item *it, uint64_t nf,
+		     char *buf, size_t len)
 {
 	if (it->dim1 != 1)
 		snprintf(buf, len, "%" PRIu32 " channels: gpumel takes mono "
@@ -288,7 +311,7 @@ static const char *unusable(const struct loop *lp, const rec_item *it,
 }
 
 /* Prints a key with control bytes escaped, so a warning stays one line. */
-static void warn_skip(const rec_item *it, const char *reason)
+void warn_skip(const rec_item *it, const char *reason)
 {
 	char key[512];
 	size_t j = 0;
@@ -308,8 +331,8 @@ static void warn_skip(const rec_item *it, const char *reason)
 
 /* Makes *cur a batch where n samples of dtype dt, giving nrecs computed
  * records of nf frames in all, fit. -1 on abort. */
-static int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
-		     uint64_t nf, size_t nrecs)
+int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
+	      uint64_t nf, size_t nrecs)
 {
 	size_t isz = dt == REC_S16 ? 2 : 4;
 	size_t in = n * isz, out = nf * lp->p.n_mels * lp->out_size;
@@ -353,6 +376,8 @@ static int place_audio(struct loop *lp, struct hbatch **cur,
 	r->n_samples = it->dim0;
 	r->n_frames = (uint32_t)nf;
 	r->out_off = hb->out_used;
+	r->flags = 0;
+	r->reserved = 0;
 	e = add_entry(lp, hb, it);
 	if (!e)
 		return -1;
@@ -379,9 +404,7 @@ static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it)
 	}
 	warn_skip(it, why);
 	lp->st.skipped_here++;
-	if (!*cur && !(*cur = get_batch(lp, 0, 0, 0)))
-		return -1;
-	return add_skipped(lp, *cur, it, why, strlen(why));
+	return add_skipped_rec(lp, cur, it, why, strlen(why));
 }
 
 /* What add_windows_one_by_one() hands each window. */
@@ -459,6 +482,8 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 		r->n_samples = it->win_len;
 		r->n_frames = (uint32_t)nf;
 		r->out_off = hb->out_used;
+		r->flags = 0;
+		r->reserved = 0;
 		win.offset = it->offset + (uint64_t)i * it->win_hop;
 		win.segment = it->segment + i;
 		e = add_entry_key(lp, hb, &win, key_off);
@@ -474,13 +499,9 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 
 static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 {
-	if (rec_item_is_piece(it)) {
-		loop_fail(lp, "record %" PRIu64 ": clip %" PRIu64 " ('%.*s') "
-			  "comes in pieces (record format version 3), which "
-			  "gpumel does not join yet", rec_reader_count(lp->rd),
-			  it->clip, (int)it->key_len, it->key);
-		return -1;
-	}
+	/* a features piece is refused below, as any features record */
+	if (lp->pc.open || (rec_item_is_piece(it) && it->type == REC_T_AUDIO))
+		return add_piece(lp, cur, it);
 	switch (it->type) {
 	case REC_T_AUDIO:
 		return add_audio(lp, cur, it);
@@ -488,9 +509,7 @@ static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 		return add_windows(lp, cur, it);
 	case REC_T_SKIPPED:
 		lp->st.skipped_in++;
-		if (!*cur && !(*cur = get_batch(lp, 0, 0, 0)))
-			return -1;
-		return add_skipped(lp, *cur, it, it->data, it->data_len);
+		return add_skipped_rec(lp, cur, it, it->data, it->data_len);
 	default:
 		loop_fail(lp, "record %" PRIu64 " ('%.*s') is a %s record: "
 			  "gpumel reads audio streams",

@@ -90,6 +90,8 @@ static void fill_batch(struct slot *s, struct ref *R, int in_dtype,
 		rec->n_samples = len[r];
 		rec->n_frames = frames;
 		rec->out_off = out_off;
+		rec->flags = 0;
+		rec->reserved = 0;
 		ref_record(R, R->x, len[r], frames, s->ref + out_off);
 		in_off += len[r];
 		out_off += cells;

@@ -25,6 +25,8 @@ static void bench_fill(mel_batch *b, const mel_params *p, int in_dtype,
 		b->rec[r].n_samples = n;
 		b->rec[r].n_frames = (uint32_t)mel_n_frames(p, n);
 		b->rec[r].out_off = r * p->n_mels * b->rec[r].n_frames;
+		b->rec[r].flags = 0;
+		b->rec[r].reserved = 0;
 	}
 	for (size_t i = 0; i < k * n; i++) {
 		double v = 0.3 * (2.0 * rndu() - 1.0);
