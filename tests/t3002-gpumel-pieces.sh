@@ -289,8 +289,12 @@ test_expect_success GPU 'the CUDA backend on the GPU: the same' '
 			MELPIPE_CUDA_FFT=$fft gpumel $g $pm tone.p.rec \
 				>gtp.rec &&
 			$PC join gtw.rec gtp.rec --top-db 80 --rel 1e-5 &&
-			$PC ref in.7.rec gp7.rec \
-				$(ref_params 64 16 $c reflect none f32) ||
+			# the float64 reference takes librosa's filterbank:
+			# where there is none (a GPU machine), the join above
+			# with the whole run on the GPU is the check
+			{ ! "$PYTHON" -c "import librosa" 2>/dev/null ||
+			  $PC ref in.7.rec gp7.rec \
+				$(ref_params 64 16 $c reflect none f32); } ||
 			return 1
 		done
 	done
