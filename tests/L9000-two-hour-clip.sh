@@ -23,16 +23,19 @@ rss() { tail -n 1 "$1"; }
 
 test_expect_success 'wavcat | gpumel | h5pack, each stage timed' '
 	T="/usr/bin/time -f %M -o" &&
+	start=$(date +%s) &&
 	$T w.rss wavcat -q long.wav |
 		$T g.rss gpumel -q --device cpu |
 		$T h.rss h5pack -q -o long.h5 &&
+	echo "wavcat | gpumel --device cpu | h5pack: $(($(date +%s) - start)) s" \
+		>>report &&
 	echo "max RSS, kB: wavcat $(rss w.rss), gpumel $(rss g.rss)," \
-		"h5pack $(rss h.rss)" &&
+		"h5pack $(rss h.rss)" >>report &&
 	test -s long.h5
 '
 
 test_expect_success 'every frame there; boundaries and ends match the reference' '
-	$LC check long.wav long.h5 --piece $PIECE
+	$LC check long.wav long.h5 --piece $PIECE >>report
 '
 
 # The clip is 700 MB of samples (1.4 GB as f32) and 370 MB of features:
@@ -43,5 +46,8 @@ test_expect_success 'every stage stayed under 400 MB' '
 			{ echo "$s: $(rss $s.rss) kB"; return 1; }
 	done
 '
+
+# the figures, as TAP comments (prove -v shows them)
+[ -f report ] && sed 's/^/# /' report
 
 test_done
