@@ -86,7 +86,7 @@ test_expect_success 'n_fft 256, hop 256: the same' '
 # the frames that span two input pieces and at each features piece's
 # first and last frame; with top_db 80 joined and clamped as the spec
 # tells the joiner to.
-test_expect_success 'the joined output is the float64 reference' '
+test_expect_success LIBROSA 'the joined output is the float64 reference' '
 	for c in "512 128 1 reflect 7" "512 128 1 constant 129" \
 		"512 128 0 constant 257" "63 10 1 reflect 11" \
 		"64 100 1 constant 33" "256 256 0 constant 7u"; do
@@ -101,7 +101,7 @@ test_expect_success 'the joined output is the float64 reference' '
 	done
 '
 
-test_expect_success 'the reference sees a wrong padding' '
+test_expect_success LIBROSA 'the reference sees a wrong padding' '
 	gpumel --device cpu -q $(gpumel_params 64 16 1 constant none f32) \
 		in.7.rec >r.rec &&
 	test_must_fail $PC ref in.7.rec r.rec \
@@ -174,7 +174,7 @@ test_expect_success 'items cut short upstream or by a NaN' '
 	done
 '
 
-test_expect_success 'a cut short item against the reference' '
+test_expect_success LIBROSA 'a cut short item against the reference' '
 	g="--device cpu -q --n-fft 64 --hop 16 --n-mels 8 --top-db none" &&
 	$PC forge f.rec cut2.rec cut2w.rec --pieces 50 --cut 1:777 \
 		--nan 2:1000 &&
@@ -289,10 +289,10 @@ test_expect_success GPU 'the CUDA backend on the GPU: the same' '
 			MELPIPE_CUDA_FFT=$fft gpumel $g $pm tone.p.rec \
 				>gtp.rec &&
 			$PC join gtw.rec gtp.rec --top-db 80 --rel 1e-5 &&
-			# the float64 reference takes librosa's filterbank:
+			# the float64 reference takes the filterbank of librosa:
 			# where there is none (a GPU machine), the join above
 			# with the whole run on the GPU is the check
-			{ ! "$PYTHON" -c "import librosa" 2>/dev/null ||
+			{ ! test_have_prereq LIBROSA ||
 			  $PC ref in.7.rec gp7.rec \
 				$(ref_params 64 16 $c reflect none f32); } ||
 			return 1

@@ -75,7 +75,10 @@ need_cuda_so() {
 }
 
 # test_have_prereq NAME: GPU (a usable CUDA GPU), NOSAN (not a sanitizer
-# build), VALGRIND, TASKSET (taskset, and two CPUs or more to run on).
+# build), VALGRIND, TASKSET (taskset, and two CPUs or more to run on),
+# LIBROSA (the Python has librosa, which the float64 references take
+# their filterbanks from: make setup's venv has it; the GPU machine's
+# python3 has not).
 test_have_prereq() {
 	case "$1" in
 	GPU) command -v nvidia-smi >/dev/null 2>&1 &&
@@ -85,6 +88,7 @@ test_have_prereq() {
 		[ "${MELPIPE_SAN:-0}" != 1 ] ;;
 	TASKSET) command -v taskset >/dev/null 2>&1 &&
 		[ "$(nproc)" -ge 2 ] ;;
+	LIBROSA) "$PYTHON" -c "import librosa" >/dev/null 2>&1 ;;
 	*) return 1 ;;
 	esac
 }
