@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from . import _h5
-from .stats import Stats, streaming_stats
+from .stats import Stats, stored_stats, streaming_stats
 
 Meta = collections.namedtuple("Meta", "path clip segment offset label")
 
@@ -247,13 +247,19 @@ class MelDataset:
     def stats(self):
         """Stats(mean, std, count): the split's mean and (population)
         standard deviation per mel bin (per channel for audio), float32
-        [n_mels], and the values each is over. h5pack stores no
-        statistics, so the first call computes them in one streaming
+        [n_mels], and the values each is over. From the statistics h5pack
+        stores in the split's group (stats_count, stats_sum, stats_sumsq:
+        formats/hdf5.md), without reading the features; for a file
+        without them, the first call computes them in one streaming
         pass over the split's features, chunk by chunk, in float64
-        (melpipe.stats); the result is kept (and pickled with the
-        dataset). Non-finite values make their bin's result NaN."""
+        (melpipe.stats). The result is kept (and pickled with the
+        dataset). Non-finite values make their bin's result NaN (or
+        inf from the stored sums)."""
         if self._stats is None:
-            self._stats = streaming_stats(self)
+            with _h5.open_file(self.path) as f:
+                self._stats = stored_stats(self, f[self.split])
+            if self._stats is None:
+                self._stats = streaming_stats(self)
         return self._stats
 
     def _stats_slabs(self, rows_per_read):

@@ -3,6 +3,7 @@ element type and compression the suite writes."""
 import multiprocessing
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 
@@ -108,6 +109,46 @@ def test_stats_match_numpy(datasets):
         assert np.allclose(st.std, allv.std(axis=1), rtol=1e-5, atol=1e-4)
     au = melpipe.MelDataset(datasets["audio-fixed", "none"]).stats()
     assert au.mean.shape == (1,)
+
+
+def without_stats(src, dst):
+    """A copy of the file src without h5pack's statistics, as an h5pack
+    that stored none wrote it."""
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        for g in ("training", "validation", "testing", "all"):
+            for k in ("stats_count", "stats_sum", "stats_sumsq"):
+                if g in f and k in f[g]:
+                    del f[g][k]
+    return dst
+
+
+@pytest.mark.parametrize("name", ["feat-fixed", "feat-ragged", "f16-fixed",
+                                  "bf16-ragged", "audio-ragged"])
+def test_stats_stored_and_computed_agree(datasets, tmp_path, name):
+    path = datasets.get((name, "zstd")) or datasets[name, "none"]
+    with h5py.File(path) as f:
+        assert "stats_sum" in f["training"]
+    old = without_stats(path, tmp_path / "old.h5")
+    ds, computed = melpipe.MelDataset(path), melpipe.MelDataset(old)
+    a, b = ds.stats(), computed.stats()
+    assert a.count == b.count
+    assert np.allclose(a.mean, b.mean, rtol=1e-6, atol=1e-6)
+    assert np.allclose(a.std, b.std, rtol=1e-4, atol=1e-5)
+
+
+def test_stats_stored_read_without_the_features(datasets, monkeypatch):
+    ds = melpipe.MelDataset(datasets["feat-fixed", "none"])
+    monkeypatch.setattr(melpipe.stats, "streaming_stats",
+                        lambda d: pytest.fail("a pass over the data"))
+    monkeypatch.setattr(melpipe.dataset, "streaming_stats",
+                        lambda d: pytest.fail("a pass over the data"))
+    st = ds.stats()
+    rows, _ = direct(datasets["feat-fixed", "none"], "training")
+    allv = np.concatenate([r.astype(np.float64) for r in rows], axis=1)
+    assert st.count == allv.shape[1]
+    assert np.allclose(st.mean, allv.mean(axis=1), rtol=1e-6, atol=1e-5)
+    assert np.allclose(st.std, allv.std(axis=1), rtol=1e-5, atol=1e-5)
 
 
 def read_all(ds):

@@ -72,7 +72,9 @@ def check_filter(ds, name):
 def check_columns(g, gname, rows, filt, names):
     """The per-row columns: types, filters, values; names lists them."""
     n = len(rows)
-    expect(sorted(g.keys()) == sorted(names + ["features"]),
+    # the statistics: tests/py/h5merge_stats.py checks their values
+    stats = ["stats_count", "stats_sum", "stats_sumsq"]
+    expect(sorted(g.keys()) == sorted(names + ["features"] + stats),
            "%s members %s" % (gname, sorted(g.keys())))
     for col in names:
         expect(g[col].shape == (n,), "%s/%s length" % (gname, col))

@@ -316,7 +316,8 @@ def check_clamped(raw_path, path):
                 continue
             g, h = r[name], f[name]
             for col in g:
-                if col != "features":
+                # the statistics are of the raised values (t4011)
+                if col != "features" and not col.startswith("stats_"):
                     expect(np.array_equal(g[col][()], h[col][()]),
                            "%s/%s differs" % (name, col))
             dtype = rs.DTYPE_IDS[g["features"].attrs["dtype"]]

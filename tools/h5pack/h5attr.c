@@ -91,8 +91,8 @@ static const char *const float_keys[] = {
 /* Keys that have their own place (datasets, the provenance array) or
  * whose name h5pack's own attributes take. */
 static const char *const list_keys[] = {
-	"label", "stage", "melpipe_hdf5_version", "provenance",
-	"stream_header", "layout", NULL
+	"label", "stage", "shard_stage", "melpipe_hdf5_version",
+	"provenance", "stream_header", "layout", NULL
 };
 
 static int in_list(const char *const *list, const char *key)
@@ -172,16 +172,29 @@ out:
 	return ret;
 }
 
+/* Is the pair a step of the provenance: a stage, or a merged shard's
+ * stage (shard_stage, "K/N" TAB its stage value)? */
+static int is_provenance(const char *key)
+{
+	return !strcmp(key, "stage") || !strcmp(key, "shard_stage");
+}
+
+/* provenance: the stage and shard_stage values in header order. */
 static int provenance_attr(hid_t loc, const rec_header *hdr)
 {
-	size_t n = rec_header_count(hdr, "stage");
-	const char **v = malloc((n ? n : 1) * sizeof(*v));
+	size_t len = rec_header_len(hdr), n = 0;
+	const char **v = malloc((len ? len : 1) * sizeof(*v));
 	int ret;
 
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		v[i] = rec_header_get_nth(hdr, "stage", i);
+	for (size_t i = 0; i < len; i++) {
+		const char *k, *val;
+
+		rec_header_entry(hdr, i, &k, &val);
+		if (is_provenance(k))
+			v[n++] = val;
+	}
 	ret = attr_strings(loc, "provenance", v, n);
 	free(v);
 	return ret;

@@ -124,10 +124,13 @@ static int clamp_block(h5out *h, struct group *g, const struct join *j,
 	    H5Dread(g->d_features, h->ftype, mspace, fspace, H5P_DEFAULT,
 		    h->block) < 0)
 		goto out;
+	/* the frames were counted as written: count them as raised */
+	stats_frames(h, g, h->block, (size_t)(b - a), -1);
 	if (raise_values(h, j, h->block, (size_t)(b - a) * h->fdim[0]) &&
 	    H5Dwrite(g->d_features, h->ftype, mspace, fspace, h->dxpl,
 		     h->block) < 0)
 		goto out;
+	stats_frames(h, g, h->block, (size_t)(b - a), 1);
 	ret = 0;
 out:
 	if (fspace >= 0)

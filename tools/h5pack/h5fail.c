@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../common/prog.h"
+#include "h5merge.h"
 #include "h5out_priv.h"
 
 static char h5_first_error[2048];
@@ -71,4 +72,14 @@ int h5_oom(const h5out *h)
 void h5_catch_errors(void)
 {
 	H5Eset_auto2(H5E_DEFAULT, record_error, NULL);
+}
+
+/* The same for a file that is read (h5pack --merge's shards). */
+int h5_fail_file(const char *name, const char *what)
+{
+	char buf[256];
+
+	prog_err("unable to %s '%s': %s", what, name,
+		 h5_reason(buf, sizeof(buf)));
+	return -1;
 }

@@ -149,6 +149,8 @@ int alloc_buffers(h5out *h, struct group *g)
 	if (!g->features || !g->label || !g->clip || !g->segment ||
 	    !g->offset)
 		return h5_oom(h);
+	if (stats_alloc(h, g))
+		return -1;
 	if (!h->o.ragged)
 		return 0;
 	g->icap = icap;
@@ -278,6 +280,7 @@ void close_group(struct group *g)
 	free(g->offset);
 	free(g->start);
 	free(g->n_frames);
+	stats_free(g);
 	g->features = NULL;
 	g->label = g->clip = g->segment = g->n_frames = NULL;
 	g->offset = g->start = NULL;

@@ -113,6 +113,9 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	h->t_compress = chunkpool_work_time(h->pool);
 	chunkpool_stop(h->pool);
 	h->pool = NULL;
+	for (int s = 0; s < 4; s++)
+		if (h->has_group[s] && stats_write(h, &h->groups[s]))
+			goto out;
 	if (write_labels(h, hdr) || table_flush(h, &h->clips, 1) ||
 	    table_flush(h, &h->skipped, 1) || write_features_attrs(h) ||
 	    write_root_attrs(h, hdr) || close_groups(h) ||
@@ -283,7 +286,7 @@ void h5out_counts(const h5out *h, struct h5out_counts *c)
 		c->rows[s] = group_rows(h, &h->groups[s]);
 		c->has_group[s] = h->has_group[s];
 	}
-	c->clips = h->n_clips;
+	c->clips = h->clips.rows + h->clips.n;
 	c->clips_seen = h->clips_seen;
 	c->skipped = h->skipped.rows + h->skipped.n;
 }

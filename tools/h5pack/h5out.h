@@ -35,6 +35,12 @@ struct h5out_opts {
 	float top_db;            /* features items in pieces are raised to
 				    their max - top_db (the header's
 				    top_db); < 0: left as they are */
+	uint32_t shard_k, shard_n; /* a shard stream (header shard K/N):
+				    only the clip indices K mod N; n 0: a
+				    whole stream */
+	int stats_given;         /* the statistics come from
+				    h5out_add_stats() (a merge), not from
+				    the rows */
 };
 
 /* What the file holds, for the summary line. */
@@ -60,6 +66,11 @@ int h5out_create(h5out **out, const char *path, const char *name,
  * hands them out; a skipped record after a piece flagged more ends the
  * item there (cut short). */
 int h5out_add(h5out *h, const rec_item *it);
+/* Adds a shard's statistics of split group split (formats/hdf5.md):
+ * width features, count frames; -1 (without a message) when the group's
+ * width differs. Call it after the last h5out_add(). */
+int h5out_add_stats(h5out *h, int split, uint32_t width, int64_t count,
+		    const double *sum, const double *sumsq);
 /* Writes the remaining rows, the tables and the attributes (hdr: the
  * stream header with h5pack's own stage added) and closes the file. */
 int h5out_finish(h5out *h, const rec_header *hdr);

@@ -3,8 +3,9 @@
  * h5out (h5out.h): h5out.c (the file, creating and finishing it),
  * h5fail.c (the library's errors as messages), h5layout.c (the groups and
  * their datasets), h5rows.c (the rows), h5pieces.c (items in pieces
- * joined into rows), h5clamp.c (their top_db floor) and h5tables.c (the
- * tables and the clip accounting). Nothing outside those files includes
+ * joined into rows), h5clamp.c (their top_db floor), h5stats.c (the
+ * groups' statistics) and h5tables.c (the tables and the clip
+ * accounting). Nothing outside those files includes
  * it.
  */
 #ifndef MELPIPE_H5OUT_PRIV_H
@@ -20,6 +21,15 @@
 #define TABLE_CHUNK 4096u       /* rows per chunk (and write) of a table */
 #define TABLE_MAXCOL 5
 #define NO_ID ((hid_t)-1)
+
+/* A group's statistics (h5stats.c): per feature, Neumaier sums of the
+ * values and their squares with their compensations, over frames. */
+struct gstats {
+	uint32_t width;      /* features: n_mels, or channels; 0: no shape */
+	int64_t frames;
+	double *v;           /* the four arrays below, width each */
+	double *sum, *sumc, *sq, *sqc;
+};
 
 /* One split group: its datasets and the rows waiting to be written.
  * In the ragged layout a row of features is a frame, and the per-row
@@ -37,6 +47,7 @@ struct group {
 	size_t ni, icap; /* ragged: buffered, buffer capacity */
 	int64_t *start;
 	int32_t *n_frames;
+	struct gstats st;
 };
 
 /* One column of a table and its block of rows waiting to be written. */
@@ -214,6 +225,21 @@ void clamp_memory(const h5out *h, const struct join *j, void *p, size_t n);
  * (read back and rewritten a chunk at a time) and those still buffered,
  * to its floor. */
 int clamp_ragged(h5out *h, struct group *g, const struct join *j);
+
+/* h5stats.c: the statistics of a group's stored frames */
+
+/* Sizes the group's statistics by the row shape (known or not). */
+int stats_alloc(h5out *h, struct group *g);
+void stats_free(struct group *g);
+/* Counts n rows of the group's features as written from p (the fixed
+ * layout's rows, or the ragged layout's frames). */
+void stats_rows(h5out *h, struct group *g, const void *p, size_t rows);
+/* Counts (sign 1) or takes out (-1) n frames [frame][width] of a ragged
+ * group's features. */
+void stats_frames(h5out *h, struct group *g, const void *p, size_t n,
+		  int sign);
+/* stats_count, stats_sum and stats_sumsq in the group. */
+int stats_write(h5out *h, struct group *g);
 
 /* h5tables.c */
 

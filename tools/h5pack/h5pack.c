@@ -26,6 +26,7 @@
 #include "../../lib/rec.h"
 #include "../common/opts.h"
 #include "../common/prog.h"
+#include "h5merge.h"
 #include "h5out.h"
 #include "../common/outfile.h"
 #include "zstd_filter.h"
@@ -42,6 +43,9 @@
 struct options {
 	struct prog_common co;  /* -o (required), -j (0: the default) */
 	const char *input;      /* NULL: stdin */
+	int merge;              /* --merge: inputs are shard files */
+	char **files;           /* --merge: the shard files */
+	size_t n_files;
 	int no_clobber;
 	int compress;           /* enum h5out_compress */
 	unsigned level;
@@ -69,6 +73,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s -o OUT.h5 [OPTIONS] [FILE]\n"
+"       %s --merge -o OUT.h5 [OPTIONS] SHARD.h5...\n"
 "Write a melpipe stream of features (or audio) as one HDF5 dataset file.\n"
 "\n"
 "Reads the stream from FILE (or standard input, also for '-'). The file has\n"
@@ -87,6 +92,18 @@ static void usage(FILE *f)
 "and start and n_frames count samples. formats/hdf5.md has the details\n"
 "(installed in PREFIX/share/doc/melpipe).\n"
 "\n"
+"Each split group also holds statistics of its stored frames, per mel bin\n"
+"(per channel for audio): stats_count, stats_sum and stats_sumsq; the mean\n"
+"is sum/count, the variance sumsq/count - mean^2 (melpipe's MelDataset.\n"
+"stats() reads them).\n"
+"\n"
+"A shard stream (header shard K/N: wavcat --shard) gives a shard file: the\n"
+"clips whose index is K modulo N, with their global clip indices; a shard\n"
+"with no usable clip, or none at all, still gives one. --merge writes the\n"
+"shard files of one job as the dataset the whole job gives: every shard\n"
+"once, one job, the same parameters (recmerge's checks), rows in clip\n"
+"order, statistics added, provenance of every shard.\n"
+"\n"
 "An item that comes in pieces (record format 3) is one row, its pieces\n"
 "joined as they come; features in pieces, which gpumel leaves unclamped,\n"
 "are raised here to the whole item's max - top_db (the header's top_db).\n"
@@ -95,7 +112,8 @@ static void usage(FILE *f)
 "is written and synced; until then it is a temporary file in the same\n"
 "folder. A failed or interrupted run leaves no OUT.h5, or the previous one\n"
 "untouched. An existing OUT.h5 is replaced (atomically) unless -n is given.\n"
-"\n"
+"\n", prog_name, prog_name);
+	fprintf(f,
 "Options:\n"
 "  -c, --compress=SPEC   none, gzip[:LEVEL] (1-9, default 4) or\n"
 "                        zstd[:LEVEL] (1-22, default 3); default: none.\n"
@@ -108,6 +126,8 @@ static void usage(FILE *f)
 "      --chunk-size=SIZE\n"
 "                        bytes of features per chunk, 4K to 16M (default\n"
 "                        1M); the unit of compression and of reads\n"
+"      --merge           the arguments are the shard files of one job (any\n"
+"                        order): write the whole job's dataset from them\n"
 "  -j, --jobs=N          threads compressing chunks (default: the CPUs it\n"
 "                        may use, at most %d; 16 at most are used, fewer\n"
 "                        for chunks over 2M; -v says how many); the file\n"
@@ -129,8 +149,10 @@ static void usage(FILE *f)
 "\n"
 "Examples:\n"
 "  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
-"  h5pack -o speech.h5\n",
-		prog_name, MAX_DEFAULT_JOBS);
+"  h5pack -o speech.h5\n"
+"  wavcat --shard 1/4 DATA/ | gpumel | h5pack -o part1.h5   (on each host)\n"
+"  h5pack --merge -o speech.h5 part0.h5 part1.h5 part2.h5 part3.h5\n",
+		MAX_DEFAULT_JOBS);
 }
 
 static void parse_compress(const char *spec, struct options *o)
@@ -159,12 +181,13 @@ static void parse_compress(const char *spec, struct options *o)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_CHUNK = 256 };
+	enum { OPT_CHUNK = 256, OPT_MERGE };
 	static const struct option longopts[] = {
 		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
 		{ "compress", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "merge", no_argument, NULL, OPT_MERGE },
 		{ "no-clobber", no_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -187,6 +210,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'c':
 			parse_compress(optarg, o);
 			break;
+		case OPT_MERGE:
+			o->merge = 1;
+			break;
 		case 'n':
 			o->no_clobber = 1;
 			break;
@@ -198,6 +224,17 @@ static void parse_args(int argc, char **argv, struct options *o)
 		prog_usage_error("-o OUT.h5 is required");
 	if (!o->co.output[0])
 		prog_usage_error("-o needs a file name");
+	if (o->merge) {
+		if (optind == argc)
+			prog_usage_error("--merge needs the shard files");
+		for (int i = optind; i < argc; i++)
+			if (!strcmp(argv[i], "-"))
+				prog_usage_error("--merge reads files, not "
+						 "standard input");
+		o->files = argv + optind;
+		o->n_files = (size_t)(argc - optind);
+		return;
+	}
 	if (argc - optind > 1)
 		prog_usage_error("too many arguments: one input at most");
 	if (optind < argc && strcmp(argv[optind], "-"))
@@ -346,6 +383,14 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 		return -1;
 	}
 	ho->splits = splits && strcmp(splits, "none");
+	ho->shard_k = ho->shard_n = 0;
+	if (rec_header_get(hdr, "shard") &&
+	    shard_parse(rec_header_get(hdr, "shard"), &ho->shard_k,
+			&ho->shard_n)) {
+		prog_err("%s: stream header has shard='%s', not K/N (0 <= K "
+			 "< N)", in_name, rec_header_get(hdr, "shard"));
+		return -1;
+	}
 	ho->clips_expected = 0;
 	if (clips) {
 		errno = 0;
@@ -443,12 +488,16 @@ static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 
 /* A file without a single row is no dataset: refuse it, so that a run in
  * which every input was unusable fails (the stages before h5pack exit 0,
- * since one shard of many may hold none). */
-static int check_usable(const h5out *h, const char *name)
+ * since one shard of many may hold none). A shard file is a part of one,
+ * whatever it holds. */
+static int check_usable(const h5out *h, const struct h5out_opts *ho,
+			const char *name)
 {
 	struct h5out_counts c;
 	uint64_t rows = 0;
 
+	if (ho->shard_n)
+		return 0;
 	h5out_counts(h, &c);
 	for (int s = 0; s < 4; s++)
 		rows += c.rows[s];
@@ -556,6 +605,83 @@ static void zstd_hint(const char *name)
 			  "melpipe's plugin folder (formats/hdf5.md)", name);
 }
 
+/* The clips the stream holds, as its header tells (0: not known). */
+static uint64_t shard_clips(const struct h5out_opts *ho)
+{
+	uint64_t k = ho->shard_k, n = ho->shard_n;
+
+	if (!n)
+		return ho->clips_expected;
+	return ho->clips_expected > k ? (ho->clips_expected - k + n - 1) / n
+				      : 0;
+}
+
+static void merge_tick(void *arg, uint64_t clips)
+{
+	struct progress *p = arg;
+	double now;
+
+	if (!p->on || clips % PROGRESS_EVERY)
+		return;
+	now = prog_now();
+	if (now - p->last >= PROGRESS_INTERVAL) {
+		fprintf(stderr, "\r%s: %" PRIu64 "/%" PRIu64 " clips merged"
+			"\033[K", prog_name, clips, p->expected);
+		p->last = now;
+	}
+}
+
+/* --merge: the shard files of one job as the whole job's dataset. */
+static int run_merge(const struct options *o, int argc, char **argv)
+{
+	struct h5out_opts ho = { 0 };
+	struct progress p = { 0 };
+	struct merge m = { 0 };
+	rec_header *merged = NULL, *hdr = NULL;
+	h5out *h = NULL;
+	double t_start = prog_now();
+	int ret = EXIT_FAIL, have_out = 0;
+
+	h5_catch_errors();
+	if (merge_open(&m, o->files, o->n_files))
+		goto out;
+	merged = merge_header(&m);
+	if (!merged || stream_settings(merged, o->files[0], o, &ho))
+		goto out;
+	ho.top_db = -1;         /* the rows are stored: raised already */
+	ho.stats_given = 1;     /* the shards' are added */
+	hdr = file_header(merged, argc, argv);
+	if (!hdr || outfile_open(o->co.output, o->no_clobber))
+		goto out;
+	have_out = 1;
+	if (h5out_create(&h, outfile_path(), o->co.output, &ho))
+		goto out;
+	progress_init(&p, m.clips);
+	if (merge_rows(&m, h, merge_tick, &p))
+		goto out;
+	progress_end(&p);
+	if (h5out_finish(h, hdr) || check_usable(h, &ho, o->co.output) ||
+	    outfile_commit())
+		goto out;
+	have_out = 0;
+	if (prog_verbosity >= 1)
+		prog_info("merged %" PRIu32 " shards of %" PRIu64 " clips in "
+			  "%.2f s", m.n, m.clips, prog_now() - t_start);
+	summary(o->co.output, h);
+	if (o->compress == H5OUT_ZSTD)
+		zstd_hint(o->co.output);
+	ret = EXIT_OK;
+out:
+	progress_end(&p);
+	h5out_close(h);
+	if (have_out)
+		outfile_abort();
+	rec_header_free(hdr);
+	rec_header_free(merged);
+	merge_close(&m);
+	return ret;
+}
+
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
@@ -585,10 +711,11 @@ static int run(const struct options *o, int argc, char **argv)
 	have_out = 1;
 	if (h5out_create(&h, outfile_path(), o->co.output, &ho))
 		goto out;
-	progress_init(&p, ho.clips_expected);
+	progress_init(&p, shard_clips(&ho));
 	err = pack_records(r, h, &p, &st);
 	progress_end(&p);
-	if (err || h5out_finish(h, hdr) || check_usable(h, o->co.output) ||
+	if (err || h5out_finish(h, hdr) ||
+	    check_usable(h, &ho, o->co.output) ||
 	    outfile_commit())
 		goto out;
 	have_out = 0;
@@ -628,7 +755,7 @@ int main(int argc, char **argv)
 	if (o.compress == H5OUT_GZIP &&
 	    H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
 		prog_die("this HDF5 library has no gzip (deflate) filter");
-	ret = run(&o, argc, argv);
+	ret = o.merge ? run_merge(&o, argc, argv) : run(&o, argc, argv);
 	if (ret == EXIT_OK)
 		H5close();
 	return ret;

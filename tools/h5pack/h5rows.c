@@ -186,6 +186,7 @@ uint64_t group_rows(const h5out *h, const struct group *g)
 
 int write_features(h5out *h, struct group *g, int final)
 {
+	stats_rows(h, g, g->features, g->n);
 	if (h->pool && !final && g->n == g->cap)
 		return submit_chunk(h, g); /* it names what failed itself */
 	if (append_rows(h, g->d_features, h->ftype, h->rank, g->rows, g->n,

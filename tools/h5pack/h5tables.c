@@ -334,6 +334,27 @@ static int same_clip(h5out *h, const rec_item *it)
 	return set_clip_samples(h, n);
 }
 
+/* Shards (formats/record.md, Shard streams): a shard K/N holds the clip
+ * indices i with i mod N = K; a whole stream is shard 0/1. */
+static uint64_t shard_n(const h5out *h)
+{
+	return h->o.shard_n ? h->o.shard_n : 1;
+}
+
+/* How many of the stream's own clip indices lie below x. */
+static uint64_t own_below(const h5out *h, uint64_t x)
+{
+	uint64_t k = h->o.shard_k, n = shard_n(h);
+
+	return x > k ? (x - k + n - 1) / n : 0;
+}
+
+/* The first of the stream's own clip indices at or above x. */
+static uint64_t own_from(const h5out *h, uint64_t x)
+{
+	return h->o.shard_k + own_below(h, x) * shard_n(h);
+}
+
 /* The record's clip gets its row of /clips from the first record of it.
  * Clips come in increasing order (the reader makes sure), so a clip is
  * new when its index is above the last one's, and an index passed over
@@ -354,6 +375,14 @@ int note_clip(h5out *h, const rec_item *it)
 			 h->o.clips_expected);
 		return -1;
 	}
+	if (it->clip % shard_n(h) != h->o.shard_k) {
+		prog_err("'%.*s': clip index %" PRIu64 " in shard %" PRIu32
+			 "/%" PRIu32 ", which holds the clips whose index is "
+			 "%" PRIu32 " modulo %" PRIu32, (int)it->key_len,
+			 it->key, it->clip, h->o.shard_k, h->o.shard_n,
+			 h->o.shard_k, h->o.shard_n);
+		return -1;
+	}
 	if (it->clip + 1 < h->n_clips) {
 		prog_err("'%.*s': clip index %" PRIu64 " after %" PRIu64
 			 " (records must be in clip order)", (int)it->key_len,
@@ -362,10 +391,11 @@ int note_clip(h5out *h, const rec_item *it)
 	}
 	if (it->clip + 1 == h->n_clips)
 		return same_clip(h, it);
-	if (it->clip > h->n_clips) {
+	if (own_below(h, it->clip) > own_below(h, h->n_clips)) {
 		if (!h->missing)
-			h->first_missing = h->n_clips;
-		h->missing += it->clip - h->n_clips;
+			h->first_missing = own_from(h, h->n_clips);
+		h->missing += own_below(h, it->clip) -
+			      own_below(h, h->n_clips);
 	}
 	h->n_clips = it->clip + 1;
 	h->clips_seen++;
@@ -395,7 +425,8 @@ int add_skipped(h5out *h, const rec_item *it)
 
 /* Every clip index below the announced count (or the highest seen) must
  * have appeared, as rows or as a skipped input: a gap means a stage lost
- * a clip, and a dataset missing clips must not look complete. */
+ * a clip, and a dataset missing clips must not look complete. A shard
+ * answers for its own indices only. */
 int check_clips(h5out *h)
 {
 	uint64_t n = h->n_clips, missing = h->missing;
@@ -404,14 +435,22 @@ int check_clips(h5out *h)
 	if (h->o.clips_expected > n) {
 		n = h->o.clips_expected;
 		if (!missing)
-			first = h->n_clips;
-		missing += n - h->n_clips;
+			first = own_from(h, h->n_clips);
+		missing += own_below(h, n) - own_below(h, h->n_clips);
 	}
 	if (!missing)
 		return 0;
-	prog_err("clip %" PRIu64 " (and %" PRIu64 " more) of the %" PRIu64
-		 " clips in the stream never appeared, neither as rows nor "
-		 "as a skipped input: not writing an incomplete '%s'", first,
-		 missing - 1, n, h->name);
+	if (h->o.shard_n)
+		prog_err("clip %" PRIu64 " (and %" PRIu64 " more) of the %"
+			 PRIu64 " clips of shard %" PRIu32 "/%" PRIu32 " never "
+			 "appeared, neither as rows nor as a skipped input: "
+			 "not writing an incomplete '%s'", first, missing - 1,
+			 own_below(h, n), h->o.shard_k, h->o.shard_n,
+			 h->name);
+	else
+		prog_err("clip %" PRIu64 " (and %" PRIu64 " more) of the %"
+			 PRIu64 " clips in the stream never appeared, neither "
+			 "as rows nor as a skipped input: not writing an "
+			 "incomplete '%s'", first, missing - 1, n, h->name);
 	return -1;
 }
