@@ -38,6 +38,8 @@ struct options {
 	int zstd;
 	int null_sep;
 	size_t sort_buffer;      /* --sort-buffer */
+	struct shard_sel shard;  /* --shard K/N; the whole run 0/1 */
+	int shard_given;
 	const char *root;        /* --root */
 	char **excludes;         /* --exclude patterns (in argv) */
 	size_t n_excludes;
@@ -61,6 +63,8 @@ struct run {
 	rec_header *h;
 	rec_writer *w;
 	struct pool *pool;
+	uint64_t n_own;          /* the clips of this shard (all: cl.n) */
+	uint64_t listed;         /* clips read from the list so far */
 	uint64_t n_ok, n_skipped, clipped;
 	uint64_t n_pieced, n_pieces, n_cut; /* clips in pieces, their
 					       pieces, clips cut short */
@@ -79,6 +83,7 @@ enum {
 	OPT_RATE,
 	OPT_ROOT,
 	OPT_SAMPLES,
+	OPT_SHARD,
 	OPT_SORT_BUFFER,
 	OPT_SPLIT,
 	OPT_STRICT,
@@ -103,6 +108,7 @@ static const struct option long_opts[] = {
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "root", required_argument, NULL, OPT_ROOT },
 	{ "samples", required_argument, NULL, OPT_SAMPLES },
+	{ "shard", required_argument, NULL, OPT_SHARD },
 	{ "sort-buffer", required_argument, NULL, OPT_SORT_BUFFER },
 	{ "split", required_argument, NULL, OPT_SPLIT },
 	{ "strict", no_argument, NULL, OPT_STRICT },
@@ -217,6 +223,25 @@ static void usage(FILE *f)
 "  --strict            stop at the first one instead (exit 1)\n"
 "\n", WAVCAT_MAX_CHANNELS, WAVCAT_MAX_RATE);
 	fprintf(f,
+"Shards (one job cut into N streams that run apart, on other hosts or as\n"
+"other batch jobs, and merged by recmerge into the whole run's stream;\n"
+"docs/shards.md):\n"
+"  --shard=K/N         decode only shard K of N, K from 0 to N-1: the clips\n"
+"                      whose index is K modulo N. Every input is still\n"
+"                      listed, sorted, labelled and split as in the whole\n"
+"                      run, so clip indices, labels and splits are the\n"
+"                      whole job's; the other shards' files are never\n"
+"                      opened. The header is the whole run's (clips: the\n"
+"                      job's count) and shard=K/N. A shard with no clip,\n"
+"                      or none usable, is a valid stream (exit 0)\n"
+"  Every shard needs the same inputs (the same files at the same paths)\n"
+"  and the same options: the header's job, written by every run, sharded\n"
+"  or not, is the fingerprint of the clips, labels, splits and options,\n"
+"  and recmerge refuses shards whose job differs. Without --rate each\n"
+"  shard decodes the job's first usable clip, whatever its shard, to learn\n"
+"  the rate: --rate avoids that decode.\n"
+"\n");
+	fprintf(f,
 "Other options:\n"
 "  -0, --null          list files and standard input are NUL-separated\n"
 "                      (find -print0): names may then hold newlines\n"
@@ -256,7 +281,34 @@ static void usage(FILE *f)
 "  gpumel --n-fft 512 --hop 512 --n-mels 32 | h5pack -o out.h5\n"
 "\n"
 "  find DATA -name '*.flac' -print0 |\n"
-"  wavcat -0 --root DATA --rate 16000 - | recdump\n");
+"  wavcat -0 --root DATA --rate 16000 - | recdump\n"
+"\n"
+"  recmerge <(ssh a wavcat --shard 0/2 --rate 16000 DATA/) \\\n"
+"           <(ssh b wavcat --shard 1/2 --rate 16000 DATA/) > clips.rec\n");
+}
+
+/* --shard K/N, or a usage error that says what is wrong with it. */
+static void parse_shard(const char *arg, struct options *o)
+{
+	unsigned long n;
+
+	switch (shard_parse(arg, &o->shard)) {
+	case 0:
+		o->shard_given = 1;
+		return;
+	case SHARD_BAD_N:
+		prog_usage_error("invalid value '%s' for --shard: N, the "
+				 "number of shards, must be at least 1", arg);
+	case SHARD_BAD_K:
+		n = strtoul(strchr(arg, '/') + 1, NULL, 10);
+		prog_usage_error("invalid value '%s' for --shard: K counts "
+				 "from 0, so it must be below N (0/%lu to "
+				 "%lu/%lu)", arg, n, n - 1, n);
+	default:
+		prog_usage_error("invalid value '%s' for --shard (expected "
+				 "K/N, shard K of N, K from 0 to N-1, below "
+				 "2^32)", arg);
+	}
 }
 
 /* Handles one of wavcat's own options; returns 0, or -1 for an unknown
@@ -302,6 +354,9 @@ static int parse_opt(int c, const char *arg, struct options *o)
 		break;
 	case OPT_SAMPLES:
 		o->samples = prog_arg_u64("--samples", arg, 1, UINT32_MAX);
+		break;
+	case OPT_SHARD:
+		parse_shard(arg, o);
 		break;
 	case OPT_SORT_BUFFER:
 		o->sort_buffer = (size_t)prog_arg_size("--sort-buffer", arg,
@@ -373,6 +428,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->piece_samples = WAVCAT_PIECE_DEFAULT;
 	o->split.mode = SPLIT_AUTO;
 	o->sort_buffer = WAVCAT_SORT_DEFAULT;
+	o->shard.n = 1;
 	o->excludes = malloc((size_t)argc * sizeof(*o->excludes));
 	if (o->excludes == NULL)
 		prog_die("out of memory");
@@ -431,6 +487,7 @@ static int gather(struct run *r, int argc, char **argv)
 		prog_err("no audio files found in the inputs");
 		return -1;
 	}
+	r->n_own = shard_clips(&r->o.shard, r->cl.n);
 	if (r->o.no_labels)
 		labels_none(&r->lt);
 	else if (r->o.labels_file ? labels_from_file(&r->cl, r->o.labels_file,
@@ -441,19 +498,22 @@ static int gather(struct run *r, int argc, char **argv)
 			    sizeof(r->splits));
 }
 
-/* Says why the clip probed for the rate is unusable: warned, and not
+/* Says why clip i, probed for the rate, is unusable: warned, and not
  * again when its record is written; under --strict the run stops at its
  * record (the first one), so only the first reason is kept, for when
- * none is usable. */
-static int probe_unusable(struct run *r, const struct clip *c,
+ * none is usable. A shard says nothing of the other shards' clips: their
+ * own shards do. */
+static int probe_unusable(struct run *r, uint64_t i, const struct clip *c,
 			  const char *why)
 {
 	char q[512];
 
+	r->n_probed = i + 1;
+	if (i % r->o.shard.n != r->o.shard.k)
+		return 0;
 	if (!r->o.strict) {
 		prog_warn("'%s': %s", quote_name_buf(q, sizeof(q), c->path),
 			  why);
-		r->n_probed++;
 		return 0;
 	}
 	if (r->first_bad == NULL &&
@@ -469,12 +529,14 @@ static int probe_unusable(struct run *r, const struct clip *c,
 /* The output rate: --rate, or the rate of the first clip that gives
  * samples as the run would decode it (the same sample type, trimming and
  * pieces: a long clip, or one cut short after some pieces, sets the rate
- * too). */
+ * too). The first of the whole job, whatever its shard, so that every
+ * shard finds the same rate. */
 static int choose_rate(struct run *r)
 {
 	struct decode_cfg like = r->cfg;
 	char q[512], why[256];
 	struct clip c;
+	uint64_t i;
 	int got;
 
 	if (r->o.rate) {
@@ -485,12 +547,12 @@ static int choose_rate(struct run *r)
 	like.duration = r->o.samples;
 	if (inputs_rewind(&r->cl))
 		return -1;
-	while ((got = inputs_next(&r->cl, &c)) > 0) {
+	for (i = 0; (got = inputs_next(&r->cl, &c)) > 0; i++) {
 		if (c.skip == NULL &&
 		    decode_probe_rate(c.path, &like, r->o.duration_s,
 				      &r->cfg.rate, why, sizeof(why)) == 0)
 			break;
-		if (probe_unusable(r, &c, c.skip ? c.skip : why))
+		if (probe_unusable(r, i, &c, c.skip ? c.skip : why))
 			return -1;
 	}
 	if (got < 0)
@@ -564,7 +626,30 @@ static int make_header(struct run *r, int argc, char **argv)
 		err |= rec_header_add(h, "label", r->lt.names[i]);
 	err |= rec_header_add(h, "splits", r->splits);
 	err |= header_add_u64(h, "clips", r->cl.n);
+	if (r->o.shard_given) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%lu/%lu", (unsigned long)r->o.shard.k,
+			 (unsigned long)r->o.shard.n);
+		err |= rec_header_add(h, "shard", v);
+	}
 	return err ? -1 : 0;
+}
+
+/* Ends the header with the job's fingerprint, which every stream of the
+ * job carries, sharded or not, so that mergers can tell the shards of
+ * one job from those of another: one more pass over the inputs. */
+static int add_job(struct run *r)
+{
+	char hex[41];
+
+	if (shard_job(&r->cl, &r->lt, &r->sp, r->h, hex))
+		return -1;
+	if (rec_header_add(r->h, "job", hex)) {
+		prog_err("out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 static const char *writer_why(const rec_writer *w, int err)
@@ -672,24 +757,26 @@ static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
 	return put(r, &it, NULL);
 }
 
-/* Writes clip i in order: its pieces as they come, then its end (the
- * whole clip, its last piece, or why it was skipped), and frees its
- * slot. Returns 0, or -1 when the run must stop (the slot is then left
- * to pool_stop(): its decoder may still be at work). */
-static int write_clip(struct run *r, uint64_t i)
+/* Writes the shard's clip number n (the n-th handed to the pool) in
+ * order: its pieces as they come, then its end (the whole clip, its last
+ * piece, or why it was skipped), and frees its slot. Returns 0, or -1
+ * when the run must stop (the slot is then left to pool_stop(): its
+ * decoder may still be at work). */
+static int write_clip(struct run *r, uint64_t n)
 {
+	uint64_t i = shard_clip_index(&r->o.shard, n); /* the job's index */
 	const struct job *j;
 	uint32_t flags;
 	int piece, err;
 
 	for (;;) {
-		j = pool_wait(r->pool, i, &piece);
+		j = pool_wait(r->pool, n, &piece);
 		if (!piece)
 			break;
 		flags = REC_ITEM_MORE | (j->piece.offset ? REC_ITEM_CONT : 0);
 		r->n_pieced += j->piece.offset == 0;
 		err = put_samples(r, i, &j->clip, &j->piece, flags);
-		pool_piece_done(r->pool, i);
+		pool_piece_done(r->pool, n);
 		if (err)
 			return -1;
 	}
@@ -700,8 +787,15 @@ static int write_clip(struct run *r, uint64_t i)
 		err = put_samples(r, i, &j->clip, &j->out,
 				  j->out.offset ? REC_ITEM_CONT : 0);
 	}
-	pool_release(r->pool, i);
+	pool_release(r->pool, n);
 	return err;
+}
+
+/* The decoder threads: --jobs, or fewer where the shard has fewer
+ * clips. */
+static size_t threads(const struct run *r)
+{
+	return r->o.co.jobs < r->n_own ? r->o.co.jobs : (size_t)r->n_own;
 }
 
 /* A clip's label and split, given in the decoder threads (pool.c). */
@@ -713,20 +807,34 @@ static void annotate(void *arg, struct clip *c)
 	c->split = (uint8_t)split_of(&r->sp, c);
 }
 
-/* Hands the pool the clips after the last one handed in, while it has
- * room. */
+/* The shard's next clip, the job's clip number want, into *c: the
+ * clips of other shards before it are read from the list, never opened.
+ * 1, or 0 or -1 as inputs_next(). */
+static int next_own(struct run *r, uint64_t want, struct clip *c)
+{
+	int got;
+
+	while ((got = inputs_next(&r->cl, c)) > 0)
+		if (r->listed++ == want)
+			return 1;
+	return got;
+}
+
+/* Hands the pool the shard's clips after the last one handed in, while
+ * it has room. */
 static int feed(struct run *r, uint64_t *submitted)
 {
 	struct clip c;
 	int got;
 
-	while (*submitted < r->cl.n && pool_has_room(r->pool)) {
-		got = inputs_next(&r->cl, &c);
+	while (*submitted < r->n_own && pool_has_room(r->pool)) {
+		got = next_own(r, shard_clip_index(&r->o.shard, *submitted),
+			       &c);
 		if (got <= 0) {
 			if (got == 0)
 				prog_err("the list of inputs ended after %llu "
 					 "of %llu", (unsigned long long)
-					 *submitted, (unsigned long long)
+					 r->listed, (unsigned long long)
 					 r->cl.n);
 			return -1;
 		}
@@ -739,20 +847,24 @@ static int feed(struct run *r, uint64_t *submitted)
 	return 0;
 }
 
-/* Decodes every clip on the pool and writes the records in order. */
+/* Decodes the shard's clips (every clip of a whole run) on the pool and
+ * writes the records in order. */
 static int decode_and_write(struct run *r)
 {
-	size_t jobs = r->o.co.jobs < r->cl.n ? r->o.co.jobs : r->cl.n;
+	size_t jobs = threads(r);
 	uint64_t i, submitted = 0;
 	int err = 0;
 
+	if (r->n_own == 0) /* a shard may hold no clip: a valid stream */
+		return 0;
 	if (inputs_rewind(&r->cl))
 		return -1;
+	r->listed = 0;
 	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4, annotate, r)) {
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;
 	}
-	for (i = 0; i < r->cl.n && !err; i++) {
+	for (i = 0; i < r->n_own && !err; i++) {
 		err = feed(r, &submitted);
 		if (err)
 			break;
@@ -782,6 +894,12 @@ static int finish(struct run *r)
 
 static void report(const struct run *r)
 {
+	if (r->o.shard_given)
+		prog_info("shard %lu/%lu: %llu of the job's %llu clips",
+			  (unsigned long)r->o.shard.k,
+			  (unsigned long)r->o.shard.n,
+			  (unsigned long long)r->n_own,
+			  (unsigned long long)r->cl.n);
 	if (r->n_cut)
 		prog_warn("done %llu clips, skipped %llu (%llu of them cut "
 			  "short, kept up to the failure)",
@@ -805,7 +923,7 @@ static void report(const struct run *r)
 		  "%.2f s, handing on pieces %.2f s; waiting for decoders "
 		  "%.2f s, writing output %.2f s (of which waiting on output "
 		  "%.2f s)",
-		  r->o.co.jobs < r->cl.n ? r->o.co.jobs : r->cl.n, r->t_read,
+		  threads(r), r->t_read,
 		  r->t_resample, r->t_emit, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
 	prog_report_spliced(rec_writer_bytes(r->w), rec_writer_spliced(r->w));
@@ -851,7 +969,7 @@ int main(int argc, char **argv)
 		prog_err("out of memory");
 		goto out;
 	}
-	if (open_writer(&r) || decode_and_write(&r) || finish(&r))
+	if (add_job(&r) || open_writer(&r) || decode_and_write(&r) || finish(&r))
 		goto out;
 	report(&r);
 	failed = 0;
