@@ -1,8 +1,8 @@
 /*
  * wavcat.h - what the parts of wavcat share: the list of clips found in
  * the inputs (inputs.c, walk.c, cliplist.c, merge.c), their labels
- * (labels.c) and splits (split.c), the decoder (decode.c) and the pool of
- * decoder threads (pool.c).
+ * (labels.c) and splits (split.c), the shards of a job (shard.c), the
+ * decoder (decode.c) and the pool of decoder threads (pool.c).
  */
 #ifndef MELPIPE_WAVCAT_H
 #define MELPIPE_WAVCAT_H
@@ -204,6 +204,38 @@ struct sha1_ctx {
 void sha1_init(struct sha1_ctx *c);
 void sha1_update(struct sha1_ctx *c, const void *data, size_t len);
 void sha1_final(struct sha1_ctx *c, unsigned char out[20]);
+
+/* shard.c: one job cut into shards (formats/record.md, Shard streams). */
+
+/* --shard K/N: shard k (0-based) of n; the whole run is 0/1. */
+struct shard_sel {
+	uint32_t k, n;
+};
+
+enum { SHARD_BAD_SYNTAX = 1, SHARD_BAD_N, SHARD_BAD_K };
+
+/* Parses "K/N" (decimal digits, N >= 1, K < N, both below 2^32) into
+ * *s: 0, or SHARD_BAD_SYNTAX, SHARD_BAD_N (N is 0) or SHARD_BAD_K (K is
+ * N or more), *s then untouched. */
+int shard_parse(const char *arg, struct shard_sel *s);
+/* How many of a job's clips shard s holds: the indices below clips that
+ * are s->k modulo s->n. */
+uint64_t shard_clips(const struct shard_sel *s, uint64_t clips);
+/* The job's index of the shard's j-th clip (0-based). */
+uint64_t shard_clip_index(const struct shard_sel *s, uint64_t j);
+
+struct label_table;
+struct splitter;
+struct rec_header;
+
+/* The job's fingerprint, 40 lowercase hex digits and a NUL, into hex:
+ * the SHA-1 of every clip's key NUL label NUL split NUL in order (one
+ * pass over cl from its start), then of h's pairs but producer, stage,
+ * shard, job and clips, as key NUL value NUL. Returns 0, or -1 after
+ * printing why (reading the list of inputs). */
+int shard_job(struct clip_list *cl, const struct label_table *lt,
+	      const struct splitter *sp, const struct rec_header *h,
+	      char hex[41]);
 
 /* decode.c */
 

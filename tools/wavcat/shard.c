@@ -1,0 +1,118 @@
+/*
+ * shard.c - one job cut into shards (formats/record.md, Shard streams):
+ * the --shard argument, which clips shard K of N decodes, and the job's
+ * fingerprint that every shard of one job, and the whole run, agree on.
+ *
+ * The fingerprint is computed from the whole listing, never from what
+ * one shard decodes: a shard proves it belongs to the job by the clips
+ * it did not open as much as by those it did.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/rec.h"
+#include "wavcat.h"
+
+/* A decimal number of digits only (no sign, space or suffix), up to max;
+ * s runs to end. */
+static int parse_dec(const char *s, const char *end, uint64_t max,
+		     uint64_t *v)
+{
+	if (s == end)
+		return -1;
+	for (*v = 0; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (*v > (max - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		*v = *v * 10 + (uint64_t)(*s - '0');
+	}
+	return 0;
+}
+
+int shard_parse(const char *arg, struct shard_sel *s)
+{
+	const char *slash = strchr(arg, '/');
+	uint64_t k, n;
+
+	if (slash == NULL ||
+	    parse_dec(arg, slash, UINT32_MAX, &k) ||
+	    parse_dec(slash + 1, slash + strlen(slash), UINT32_MAX, &n))
+		return SHARD_BAD_SYNTAX;
+	if (n == 0)
+		return SHARD_BAD_N;
+	if (k >= n)
+		return SHARD_BAD_K;
+	s->k = (uint32_t)k;
+	s->n = (uint32_t)n;
+	return 0;
+}
+
+uint64_t shard_clips(const struct shard_sel *s, uint64_t clips)
+{
+	return clips > s->k ? (clips - s->k - 1) / s->n + 1 : 0;
+}
+
+uint64_t shard_clip_index(const struct shard_sel *s, uint64_t j)
+{
+	return s->k + j * s->n;
+}
+
+/* The header pairs the fingerprint leaves out: they differ from shard to
+ * shard (producer, stage, shard), are its result (job), or follow from
+ * the clips hashed already (clips). */
+static int job_leaves_out(const char *key)
+{
+	static const char *const out[] = { "producer", "stage", "shard",
+					   "job", "clips" };
+	size_t i;
+
+	for (i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+		if (strcmp(key, out[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Adds s and its NUL. */
+static void hash_str(struct sha1_ctx *c, const char *s)
+{
+	sha1_update(c, s, strlen(s) + 1);
+}
+
+int shard_job(struct clip_list *cl, const struct label_table *lt,
+	      const struct splitter *sp, const struct rec_header *h,
+	      char hex[41])
+{
+	struct sha1_ctx ctx;
+	unsigned char md[20];
+	const char *k, *v;
+	struct clip c;
+	char num[32];
+	size_t i;
+	int got;
+
+	sha1_init(&ctx);
+	if (inputs_rewind(cl))
+		return -1;
+	while ((got = inputs_next(cl, &c)) > 0) {
+		hash_str(&ctx, c.key);
+		snprintf(num, sizeof(num), "%ld", (long)labels_of(lt, &c));
+		hash_str(&ctx, num);
+		snprintf(num, sizeof(num), "%d", split_of(sp, &c));
+		hash_str(&ctx, num);
+	}
+	if (got < 0)
+		return -1;
+	for (i = 0; i < rec_header_len(h); i++) {
+		rec_header_entry(h, i, &k, &v);
+		if (job_leaves_out(k))
+			continue;
+		hash_str(&ctx, k);
+		hash_str(&ctx, v);
+	}
+	sha1_final(&ctx, md);
+	for (i = 0; i < sizeof(md); i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
