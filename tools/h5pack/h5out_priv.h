@@ -27,8 +27,9 @@
 struct gstats {
 	uint32_t width;      /* features: n_mels, or channels; 0: no shape */
 	int64_t frames;
-	double *v;           /* the four arrays below, width each */
+	double *v;           /* the six arrays below, width each */
 	double *sum, *sumc, *sq, *sqc;
+	double *ps, *pq;     /* a block's partial sums (h5stats.c) */
 };
 
 /* One split group: its datasets and the rows waiting to be written.

@@ -11,7 +11,8 @@
  * already in the file when its floor is applied are read back and
  * rewritten (h5clamp.c), which takes them out and counts them again.
  *
- * The sums are float64 with Neumaier's compensation, value by value:
+ * The sums are float64 with each addition's rounding error kept (TwoSum),
+ * value by value:
  * their error is a few units of the last place of the result, whatever
  * the number of frames or how the rows are cut into chunks, so a merge's
  * sum of the shards' sums equals a whole run's to about 1e-15.
@@ -24,9 +25,10 @@
 #include "../../lib/half.h"
 #include "h5out_priv.h"
 
-#define STATS_BLOCK 4096 /* frames' values widened at a time */
+#define STATS_FRAMES 256 /* frames widened at a time */
 
-/* s += x with its rounding error kept in *c (Neumaier). */
+/* s += x with its rounding error kept in *c (Neumaier), for the few
+ * additions of a merge. */
 static inline void nsum(double *s, double *c, double x)
 {
 	double t = *s + x;
@@ -38,8 +40,10 @@ static inline void nsum(double *s, double *c, double x)
 	*s = t;
 }
 
-/* n values at p of the stored type, widened into out. */
-static void widen(int dtype, const void *p, size_t n, double *out)
+/* n values at p of the stored type, every stride-th, widened into out,
+ * every ostride-th. */
+static void widen(int dtype, const void *p, size_t n, size_t stride,
+		  double *out, size_t ostride)
 {
 	const int16_t *i16 = p;
 	const float *f32 = p;
@@ -48,20 +52,98 @@ static void widen(int dtype, const void *p, size_t n, double *out)
 	switch (dtype) {
 	case REC_S16:
 		for (size_t i = 0; i < n; i++)
-			out[i] = i16[i];
+			out[i * ostride] = i16[i * stride];
 		break;
 	case REC_F32:
 		for (size_t i = 0; i < n; i++)
-			out[i] = f32[i];
+			out[i * ostride] = f32[i * stride];
 		break;
-	case REC_F16:
-		for (size_t i = 0; i < n; i++)
-			out[i] = half_to_f32(u16[i]);
-		break;
-	default:
-		for (size_t i = 0; i < n; i++)
-			out[i] = bf16_to_f32(u16[i]);
+	default: /* f16, bf16: lib/half's bulk conversion where contiguous */
+		if (stride == 1) {
+			float f[256];
+
+			for (size_t i = 0, k; i < n; i += k) {
+				k = n - i < 256 ? n - i : 256;
+				if (dtype == REC_F16)
+					half_to_f32_array(f, u16 + i, k);
+				else
+					bf16_to_f32_array(f, u16 + i, k);
+				for (size_t j = 0; j < k; j++)
+					out[(i + j) * ostride] = f[j];
+			}
+		} else {
+			for (size_t i = 0; i < n; i++)
+				out[i * ostride] = dtype == REC_F16 ?
+					half_to_f32(u16[i * stride]) :
+					bf16_to_f32(u16[i * stride]);
+		}
 	}
+}
+
+/* (s, c) += x, c gathering the exact rounding error (Knuth's TwoSum:
+ * the error Neumaier's sum keeps, without its branch, which the sign of
+ * |s| - |x| makes unpredictable). */
+static inline void two_sum(double *restrict s, double *restrict c, double x)
+{
+	double t = *s + x, z = t - *s;
+
+	*c += (*s - (t - z)) + (x - z);
+	*s = t;
+}
+
+/* Adds n frames of widened values, v[f * width + b] the value of bin b
+ * in frame f, times sign, to each bin's sum and sum of squares, bin by
+ * bin across a frame (no dependency from one value to the next).
+ *
+ * The squares are added plainly within the block, then the block's sum
+ * into the total with its error kept: they are all of one sign, so the
+ * block's rounding is at most STATS_FRAMES units of its last place, and
+ * shards' sums agree with a whole run's to about 1e-14. The values are
+ * added the same way when the block's sum is exact (exact: s16 values
+ * are integers, f16 values multiples of 2^-24 below 2^16, so a block's
+ * sum of either is exact in float64); f32 and bf16 values, whose sum may
+ * cancel to far below its terms, are added one by one with their error
+ * kept. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+static void add_block(struct gstats *st, const double *restrict v,
+		      size_t n, double sign, int exact)
+{
+	size_t w = st->width;
+	double *restrict s = st->sum, *restrict sc = st->sumc;
+	double *restrict ps = st->ps, *restrict pq = st->pq;
+
+	for (size_t b = 0; b < w; b++)
+		ps[b] = pq[b] = 0.0;
+	if (exact) {
+		for (size_t f = 0; f < n; f++, v += w)
+			for (size_t b = 0; b < w; b++) {
+				ps[b] += v[b];
+				pq[b] += v[b] * v[b];
+			}
+	} else {
+		for (size_t f = 0; f < n; f++, v += w)
+			for (size_t b = 0; b < w; b++) {
+				double x = sign * v[b], t = s[b] + x;
+				double z = t - s[b];
+
+				sc[b] += (s[b] - (t - z)) + (x - z);
+				s[b] = t;
+				pq[b] += v[b] * v[b];
+			}
+	}
+	for (size_t b = 0; b < w; b++) {
+		if (exact)
+			two_sum(&st->sum[b], &st->sumc[b], sign * ps[b]);
+		two_sum(&st->sq[b], &st->sqc[b], sign * pq[b]);
+	}
+}
+
+/* Whether a block's plain sum of values of dtype is exact. */
+static int sum_exact(int dtype)
+{
+	return dtype == REC_S16 || dtype == REC_F16;
 }
 
 /* The features a group's statistics are per: n_mels of a features row,
@@ -80,7 +162,7 @@ int stats_alloc(h5out *h, struct group *g)
 	struct gstats *st = &g->st;
 
 	st->width = stats_width(h);
-	st->v = calloc(4 * (size_t)(st->width ? st->width : 1),
+	st->v = calloc(6 * (size_t)(st->width ? st->width : 1),
 		       sizeof(double));
 	if (!st->v)
 		return h5_oom(h);
@@ -88,6 +170,8 @@ int stats_alloc(h5out *h, struct group *g)
 	st->sumc = st->sum + st->width;
 	st->sq = st->sumc + st->width;
 	st->sqc = st->sq + st->width;
+	st->ps = st->sqc + st->width;
+	st->pq = st->ps + st->width;
 	return 0;
 }
 
@@ -97,32 +181,45 @@ void stats_free(struct group *g)
 	memset(&g->st, 0, sizeof(g->st));
 }
 
-/* n values of bin b (sign 1: added, -1: taken out). */
-static void add_bin(struct gstats *st, size_t b, const double *x, size_t n,
-		    int sign)
-{
-	for (size_t i = 0; i < n; i++) {
-		nsum(&st->sum[b], &st->sumc[b], sign * x[i]);
-		nsum(&st->sq[b], &st->sqc[b], x[i] * x[i] * sign);
-	}
-}
-
-/* n frames [frame][width] (values of one frame together). */
+/* n frames [frame][width] (values of one frame together); sign 1:
+ * added, -1: taken out. */
 static void add_interleaved(struct gstats *st, int dtype, const void *p,
 			    size_t n, int sign)
 {
-	size_t esize = rec_dtype_size(dtype), total = n * st->width;
-	double x[STATS_BLOCK];
+	size_t esize = rec_dtype_size(dtype), w = st->width;
+	double x[STATS_FRAMES * 8], *buf = x;
+	size_t per = STATS_FRAMES;
 
-	for (size_t done = 0, k, b = 0; done < total; done += k) {
-		k = total - done < STATS_BLOCK ? total - done : STATS_BLOCK;
-		widen(dtype, (const unsigned char *)p + done * esize, k, x);
-		for (size_t i = 0; i < k; i++) {
-			nsum(&st->sum[b], &st->sumc[b], sign * x[i]);
-			nsum(&st->sq[b], &st->sqc[b], x[i] * x[i] * sign);
-			b = b + 1 == st->width ? 0 : b + 1;
+	if (w > 8) { /* wide frames: fewer of them at a time */
+		per = sizeof(x) / sizeof(x[0]) / w;
+		if (per == 0) {
+			per = 1;
+			buf = malloc(w * sizeof(double));
+			if (buf == NULL) /* widen frame by frame, bin by bin */
+				per = 0;
 		}
 	}
+	for (size_t f = 0, k; f < n; f += k) {
+		k = n - f < per ? n - f : per;
+		if (k == 0) { /* no memory for one frame: value by value */
+			for (size_t b = 0; b < w; b++) {
+				double v;
+
+				widen(dtype, (const unsigned char *)p +
+				      (f * w + b) * esize, 1, 1, &v, 1);
+				v *= sign;
+				nsum(&st->sum[b], &st->sumc[b], v);
+				nsum(&st->sq[b], &st->sqc[b], v * v * sign);
+			}
+			k = 1;
+			continue;
+		}
+		widen(dtype, (const unsigned char *)p + f * w * esize, k * w,
+		      1, buf, 1);
+		add_block(st, buf, k, sign, sum_exact(dtype));
+	}
+	if (buf != x)
+		free(buf);
 	st->frames += sign > 0 ? (int64_t)n : -(int64_t)n;
 }
 
@@ -130,17 +227,30 @@ static void add_interleaved(struct gstats *st, int dtype, const void *p,
 static void add_planar(struct gstats *st, int dtype, const void *p,
 		       size_t len)
 {
-	size_t esize = rec_dtype_size(dtype);
-	double x[STATS_BLOCK];
+	size_t esize = rec_dtype_size(dtype), w = st->width;
+	double x[STATS_FRAMES * 8];
+	size_t per = w <= 8 ? STATS_FRAMES : sizeof(x) / sizeof(x[0]) / w;
 
-	for (size_t b = 0; b < st->width; b++)
-		for (size_t done = 0, k; done < len; done += k) {
-			k = len - done < STATS_BLOCK ? len - done
-						     : STATS_BLOCK;
+	if (per == 0) { /* more bins than the buffer: as interleaved, 1 by 1 */
+		for (size_t t = 0; t < len; t++)
+			for (size_t b = 0; b < w; b++) {
+				double v;
+
+				widen(dtype, (const unsigned char *)p +
+				      (b * len + t) * esize, 1, 1, &v, 1);
+				nsum(&st->sum[b], &st->sumc[b], v);
+				nsum(&st->sq[b], &st->sqc[b], v * v);
+			}
+		st->frames += (int64_t)len;
+		return;
+	}
+	for (size_t t = 0, k; t < len; t += k) {
+		k = len - t < per ? len - t : per;
+		for (size_t b = 0; b < w; b++)
 			widen(dtype, (const unsigned char *)p +
-			      (b * len + done) * esize, k, x);
-			add_bin(st, b, x, k, 1);
-		}
+			      (b * len + t) * esize, k, 1, x + b, w);
+		add_block(st, x, k, 1.0, sum_exact(dtype));
+	}
 	st->frames += (int64_t)len;
 }
 
@@ -154,6 +264,8 @@ void stats_rows(h5out *h, struct group *g, const void *p, size_t rows)
 		add_interleaved(st, h->o.dtype, p, rows, 1);
 	} else if (h->o.kind == REC_T_AUDIO) { /* [n_samples][channels] */
 		add_interleaved(st, h->o.dtype, p, rows * h->dim0, 1);
+	} else if (h->dim1 == 1) { /* rows of one frame: frames [n_mels] */
+		add_interleaved(st, h->o.dtype, p, rows, 1);
 	} else { /* features rows [n_mels][n_frames] */
 		for (size_t r = 0; r < rows; r++)
 			add_planar(st, h->o.dtype, (const unsigned char *)p +
