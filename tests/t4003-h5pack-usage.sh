@@ -109,4 +109,17 @@ test_expect_success 'without a clips count: clips done and rate, no ETA' '
 	! grep -q ETA lines
 '
 
+# One long clip in pieces: the line counts its samples, not the clip (that
+# said 1/1 clips (100%), ETA 0:00 from its first piece).
+test_expect_success 'progress of one long clip: how far into its samples' '
+	rec-gen -t audio -n 1 -l 400000 | rec-copy --pieces 1000 >long.rec &&
+	$PTY --stderr-pty --stdin long.rec --pieces 40 --delay 0.1 -- \
+		h5pack -o long.h5 >pty.out &&
+	test -s long.h5 &&
+	tr "\r" "\n" <pty.out >lines &&
+	sed -n "s|^h5pack: 1/1 clips (\([0-9]*\)%).*ETA.*|\1|p" lines >pct &&
+	cat pct &&
+	awk "\$1 >= 5 && \$1 <= 95 { mid++ } END { exit !(mid >= 2) }" pct
+'
+
 test_done

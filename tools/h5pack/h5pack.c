@@ -56,6 +56,10 @@ struct progress {
 	int on;
 	double start, last;
 	uint64_t expected;      /* clips, 0 when the header does not say */
+	double part;            /* how far into the clip being read the
+				   last record starts (0 to 1), where its
+				   clip_samples says: one long clip's
+				   progress is its samples' */
 };
 
 /* Compression threads unless --jobs says: zstd's default level makes
@@ -140,7 +144,8 @@ static void usage(FILE *f)
 "  -V, --version         show the version and exit\n"
 "\n"
 "With a terminal on standard error a progress line shows clips done of\n"
-"those announced, the rate and the time left.\n"
+"those announced, the rate and the time left; a clip being read counts\n"
+"by its samples, so one long clip shows how far it has come.\n"
 "\n"
 "Exit status: 0 written, 1 failure (bad or truncated stream, write error,\n"
 "a stream without a usable clip; no OUT.h5 written), 2 usage error.\n"
@@ -255,21 +260,24 @@ static void progress_draw(struct progress *p, const h5out *h, double now)
 {
 	struct h5out_counts c;
 	uint64_t rows = 0;
-	double rate;
+	double rate, done;
 
 	h5out_counts(h, &c);
 	for (int s = 0; s < 4; s++)
 		rows += c.rows[s];
-	rate = now > p->start ? (double)c.clips_seen / (now - p->start) : 0;
+	/* the clips done, the one being read counted by its samples */
+	done = c.clips_seen ? (double)(c.clips_seen - 1) + p->part : 0.0;
+	rate = now > p->start ? done / (now - p->start) : 0;
 	fprintf(stderr, "\r%s: %" PRIu64, prog_name, c.clips_seen);
 	if (p->expected)
 		fprintf(stderr, "/%" PRIu64 " clips (%.0f%%)", p->expected,
-			100.0 * (double)c.clips_seen / (double)p->expected);
+			100.0 * done / (double)p->expected);
 	else
 		fprintf(stderr, " clips");
-	fprintf(stderr, ", %" PRIu64 " rows, %.0f clips/s", rows, rate);
-	if (p->expected && rate > 0 && c.clips_seen <= p->expected) {
-		double left = (double)(p->expected - c.clips_seen) / rate;
+	fprintf(stderr, ", %" PRIu64 " rows, %.*f clips/s", rows,
+		rate < 10 ? 1 : 0, rate);
+	if (p->expected && rate > 0 && done <= (double)p->expected) {
+		double left = ((double)p->expected - done) / rate;
 
 		fprintf(stderr, ", ETA %d:%02d", (int)left / 60,
 			(int)left % 60);
@@ -278,11 +286,18 @@ static void progress_draw(struct progress *p, const h5out *h, double now)
 	p->last = now;
 }
 
-static void progress_tick(struct progress *p, const h5out *h, uint64_t n)
+static void progress_tick(struct progress *p, const h5out *h, uint64_t n,
+			  const rec_item *it)
 {
 	double now;
 
-	if (!p->on || n % PROGRESS_EVERY)
+	if (!p->on)
+		return;
+	p->part = it->type == REC_T_SKIPPED || !it->clip_samples ||
+		it->offset >= it->clip_samples ? 0.0 :
+		(double)it->offset / (double)it->clip_samples;
+	/* pieces of an item are few and large: each may move the line */
+	if (n % PROGRESS_EVERY && !rec_item_is_piece(it))
 		return;
 	now = prog_now();
 	if (now - p->last >= PROGRESS_INTERVAL)
@@ -475,7 +490,7 @@ static int pack_records(rec_reader *r, h5out *h, struct progress *p,
 							   &pad_cap)
 					     : h5out_add(h, &it))
 			break;
-		progress_tick(p, h, ++st->records);
+		progress_tick(p, h, ++st->records, &it);
 		/* the disk writes as the rows come, not all at the end */
 		if (rec_reader_offset(r) >= kick) {
 			outfile_writeback();
