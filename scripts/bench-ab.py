@@ -100,7 +100,8 @@ def rows_for(job, b, data, rec, out, dev):
 
 
 def same_dataset(py, a, b):
-    """Both files hold the same features and tables (h5py)."""
+    """Both files hold the same features and tables (h5py): every dataset
+    both hold is equal; those only one holds are named."""
     code = r"""
 import sys, h5py, numpy as np
 def walk(f):
@@ -109,10 +110,13 @@ def walk(f):
                  if isinstance(o, h5py.Dataset) else None)
     return out
 a, b = (walk(h5py.File(p, "r")) for p in sys.argv[1:3])
-bad = [k for k in sorted(set(a) | set(b))
-       if k not in a or k not in b or a[k].shape != b[k].shape
-       or not np.array_equal(a[k], b[k])]
-print(" ".join(bad) or "same")
+bad = [k for k in sorted(set(a) & set(b))
+       if a[k].shape != b[k].shape or not np.array_equal(a[k], b[k])]
+# datasets one build adds (a newer format's additions) are named, not
+# failed: the two builds agree on what both write
+only = ["only in %s: %s" % (w, " ".join(sorted(set(x) - set(y))))
+        for w, x, y in (("A", a, b), ("B", b, a)) if set(x) - set(y)]
+print(" ".join(bad) or "same" + "".join("; " + o for o in only))
 sys.exit(1 if bad else 0)
 """
     p = subprocess.run([py, "-c", code, a, b], capture_output=True,
