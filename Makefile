@@ -23,7 +23,8 @@
 #                   their --help and --version by help2man (setup
 #                   installs it)
 #   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local):
-#                   the programs and scripts/h5info.py in bin/, the
+#                   the programs, scripts/h5info.py and the shards
+#                   scripts in bin/, the
 #                   manual pages in share/man/man1/, README.md,
 #                   formats/*.md and docs/*.md in share/doc/melpipe/
 #   make clean
@@ -136,10 +137,11 @@ demo: setup
 	$(Q)scripts/demo
 
 # The manual pages. NAME is the first paragraph of --help after its Usage
-# line, made one line; the rest is help2man's reading of --help.
+# lines (the first, and those indented under it), made one line; the
+# rest is help2man's reading of --help.
 MAN_PAGES := $(PROGS:%=build/man/%.1)
-HELP_NAME := awk 'NR > 1 && /^$$/ { exit } NR > 1 { printf "%s%s", sep, $$0; \
-	sep = " " }' | sed 's/\.$$//; s/^./\L&/'
+HELP_NAME := awk 'NR > 1 && /^$$/ { exit } NR > 1 && sep == "" && /^ / { next } \
+	NR > 1 { printf "%s%s", sep, $$0; sep = " " }' | sed 's/\.$$//; s/^./\L&/'
 
 man: $(MAN_PAGES)
 
@@ -155,6 +157,7 @@ DOC_DIR := $(PREFIX)/share/doc/melpipe
 install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(PROGS:%=$(BIN)/%) scripts/h5info.py \
+		scripts/shards-parallel scripts/shards-slurm \
 		$(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/

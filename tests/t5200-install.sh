@@ -26,8 +26,8 @@ test_expect_success 'make install DESTDIR=... PREFIX=/usr' '
 		>install.log 2>&1 || { cat install.log; exit 1; }
 '
 
-test_expect_success 'the programs and h5info.py are in bin/' '
-	for p in $PROGS h5info.py; do
+test_expect_success 'the programs, h5info.py and the shards scripts are in bin/' '
+	for p in $PROGS h5info.py shards-parallel shards-slurm; do
 		test -x "$D/bin/$p" || { echo "no bin/$p"; exit 1; }
 	done &&
 	"$D/bin/h5pack" --version >v &&
