@@ -172,17 +172,6 @@ int prog_exe_dir(char *buf, size_t len)
 	return 0;
 }
 
-int prog_refuse_piece(const rec_item *it, uint64_t recno)
-{
-	if (!rec_item_is_piece(it))
-		return 0;
-	prog_err("record %" PRIu64 ": clip %" PRIu64 " ('%.*s') comes in "
-		 "pieces (record format version 3), which %s does not join "
-		 "yet", recno, it->clip, (int)it->key_len, it->key,
-		 prog_name);
-	return -1;
-}
-
 void prog_human_bytes(char *buf, size_t n, uint64_t b)
 {
 	if (b >= 10ull << 30)

@@ -63,13 +63,6 @@ int prog_commit_output(int fd, const char *name);
  * Accepts -1. */
 void prog_abort_output(int fd);
 
-/* A stage that does not yet join an item sent in pieces (record format
- * version 3: flags more/cont) refuses it here rather than treating each
- * piece as an item of its own: 0 when it is no piece, else -1 after a
- * message naming record recno, the clip and its key. */
-struct rec_item;
-int prog_refuse_piece(const struct rec_item *it, uint64_t recno);
-
 /* Option arguments: on a bad value a usage error naming the option. */
 uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,
 		      uint64_t max);
