@@ -46,7 +46,8 @@ test_expect_success 'set up data, the one-host dataset, a stand-in ssh' '
 
 test_expect_success '3 hosts, one of 2 slots: 4 shards merged, stages here' '
 	printf "# a comment\n2/hosta\nhostb\n\nhostc\n" >hosts &&
-	"$SP" --hosts hosts --ssh "$PWD/fake-ssh" -- -q $W |
+	# with no SHELL in the environment, as under cron or CI
+	env -u SHELL "$SP" --hosts hosts --ssh "$PWD/fake-ssh" -- -q $W |
 		segment --len 512 --hop 256 | $G 2>/dev/null |
 		h5pack -q -o par.h5 &&
 	$SAME par.h5 one.h5 &&
