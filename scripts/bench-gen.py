@@ -3,12 +3,12 @@
 defaults make the 10-second job's (docs/BENCHMARKS.md).
 
 Usage: bench-gen.py [--clips N] [--seconds S] [--rate HZ] [--labels L]
-                    [--jobs J] [--seed X] [--force] DIR
+                    [--format wav|flac] [--jobs J] [--seed X] [--force] DIR
 
-Writes N WAV clips (16-bit mono PCM, S seconds at HZ) in a Speech Commands
-layout:
+Writes N clips (16-bit mono PCM, S seconds at HZ; WAV, or FLAC with
+--format flac) in a Speech Commands layout:
 
-    DIR/<label>/<hex8>_nohash_<k>.wav
+    DIR/<label>/<hex8>_nohash_<k>.wav       (.flac with --format flac)
     DIR/validation_list.txt    about 20% of the names, chosen by speaker
     DIR/testing_list.txt       about 10%
     DIR/.bench-params.json     the parameters and the split counts
@@ -17,7 +17,10 @@ Clips go round-robin over L label folders; within a label every four clips
 share a speaker (<hex8>), and a speaker's clips all fall in one split, as in
 Speech Commands. The samples are noise plus a label-dependent tone, cut at
 random offsets from a pool (never zeros, every clip different). J worker
-processes write the files with numpy; the WAV header is written directly.
+processes write the files with numpy; the WAV header is written directly,
+FLAC files through libsndfile (libsndfile.so.1, found as the dynamic
+loader finds it: LD_LIBRARY_PATH may name the folder that wavcat's
+libraries were carried in), the library wavcat decodes them with.
 
 When DIR/.bench-params.json already holds the same parameters and every
 file is there, nothing is written (reuse); --force makes it again.
@@ -53,7 +56,7 @@ def speaker_hex(label_speaker):
     return hashlib.sha1(b"melpipe-bench-%d" % label_speaker).hexdigest()[:8]
 
 
-def clip_names(n, labels):
+def clip_names(n, labels, ext="wav"):
     """[(relative name, split)] for clips 0..n-1; split 0/1/2 = train,
     validation, testing, chosen by speaker hash (20% / 10%)."""
     out = []
@@ -64,7 +67,7 @@ def clip_names(n, labels):
         hx = speaker_hex(spk)
         u = int(hashlib.sha1(hx.encode()).hexdigest()[:8], 16) / 2.0**32
         split = 1 if u < 0.2 else 2 if u < 0.3 else 0
-        out.append((f"{label}/{hx}_nohash_{k}.wav", split))
+        out.append((f"{label}/{hx}_nohash_{k}.{ext}", split))
     return out
 
 
@@ -90,11 +93,54 @@ def make_pools(n_labels, n_samples, rate, seed):
     return pools
 
 
+# libsndfile through ctypes, for FLAC: SF_INFO and the calls used.
+SFM_WRITE = 0x20
+SF_FORMAT_FLAC_PCM_16 = 0x170000 | 0x0002
+
+
+def libsndfile():
+    import ctypes
+
+    class SfInfo(ctypes.Structure):
+        _fields_ = [("frames", ctypes.c_int64), ("samplerate", ctypes.c_int),
+                    ("channels", ctypes.c_int), ("format", ctypes.c_int),
+                    ("sections", ctypes.c_int), ("seekable", ctypes.c_int)]
+    try:
+        lib = ctypes.CDLL("libsndfile.so.1")
+    except OSError as e:
+        raise SystemExit(f"bench-gen: --format flac needs libsndfile.so.1 "
+                         f"({e}); set LD_LIBRARY_PATH to its folder")
+    lib.sf_open.restype = ctypes.c_void_p
+    lib.sf_open.argtypes = [ctypes.c_char_p, ctypes.c_int,
+                            ctypes.POINTER(SfInfo)]
+    lib.sf_write_short.restype = ctypes.c_int64
+    lib.sf_write_short.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                   ctypes.c_int64]
+    lib.sf_close.argtypes = [ctypes.c_void_p]
+    lib.sf_strerror.restype = ctypes.c_char_p
+    lib.sf_strerror.argtypes = [ctypes.c_void_p]
+    return lib, SfInfo
+
+
+def write_flac(sf, path, data, rate):
+    lib, SfInfo = sf
+    info = SfInfo(0, rate, 1, SF_FORMAT_FLAC_PCM_16, 0, 0)
+    h = lib.sf_open(os.fsencode(path), SFM_WRITE, info)
+    if not h:
+        raise OSError(f"{path}: {lib.sf_strerror(None).decode()}")
+    n = len(data) // 2
+    wrote = lib.sf_write_short(h, data, n)
+    lib.sf_close(h)
+    if wrote != n:
+        raise OSError(f"{path}: wrote {wrote} of {n} samples")
+
+
 def write_range(bounds):
     """Worker: writes clips [lo, hi) of _JOB's name list."""
     import numpy as np
     lo, hi = bounds
     j = _JOB
+    sf = libsndfile() if j["format"] == "flac" else None
     rng = np.random.default_rng(j["seed"] + 1 + lo)
     nbytes = j["n_samples"] * 2
     max_off = len(j["pools"][0]) // 2 - j["n_samples"]
@@ -103,8 +149,13 @@ def write_range(bounds):
     n_labels = len(j["pools"])
     for i, off in zip(range(lo, hi), offs):
         b = int(off) * 2
-        with open(os.path.join(j["root"], j["names"][i]), "wb") as f:
-            f.write(header + j["pools"][i % n_labels][b:b + nbytes])
+        path = os.path.join(j["root"], j["names"][i])
+        data = j["pools"][i % n_labels][b:b + nbytes]
+        if sf:
+            write_flac(sf, path, data, j["rate"])
+            continue
+        with open(path, "wb") as f:
+            f.write(header + data)
     return hi - lo
 
 
@@ -121,7 +172,8 @@ def complete(root, params):
     for label in params["labels"]:
         try:
             n += sum(1 for e in os.scandir(os.path.join(root, label))
-                     if e.name.endswith(".wav"))
+                     if e.name.endswith("." + params.get("format",
+                                                          "wav")))
         except OSError:
             return False
     return n == params["clips"]
@@ -136,6 +188,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rate", type=int, default=4096)
     ap.add_argument("--labels", type=int, default=5)
+    ap.add_argument("--format", choices=("wav", "flac"), default="wav")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--force", action="store_true")
@@ -147,8 +200,10 @@ def main():
     params = {"version": GEN_VERSION, "clips": a.clips,
               "seconds": a.seconds, "rate": a.rate,
               "labels": LABELS[:a.labels], "seed": a.seed}
+    if a.format != "wav":
+        params["format"] = a.format
     t0 = time.perf_counter()
-    names = clip_names(a.clips, params["labels"])
+    names = clip_names(a.clips, params["labels"], a.format)
     counts = [0, 0, 0]
     for _, s in names:
         counts[s] += 1
@@ -160,6 +215,8 @@ def main():
         print(json.dumps(result))
         return 0
 
+    if a.format == "flac":
+        libsndfile()    # fails here, once, rather than in every worker
     if os.path.exists(a.dir):
         shutil.rmtree(a.dir)
     for label in params["labels"]:
@@ -173,7 +230,8 @@ def main():
     import multiprocessing as mp
     n_samples = a.seconds * a.rate
     _JOB.update(root=a.dir, names=[n for n, _ in names],
-                n_samples=n_samples, seed=a.seed,
+                n_samples=n_samples, seed=a.seed, format=a.format,
+                rate=a.rate,
                 header=wav_header(n_samples, a.rate),
                 pools=make_pools(a.labels, n_samples, a.rate, a.seed))
     n_ranges = min(a.clips, a.jobs * 4)
