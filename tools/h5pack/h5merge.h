@@ -89,8 +89,6 @@ int h5_fail_file(const char *name, const char *what);
 
 /* h5mcheck.c */
 
-/* The shard value "K/N" into *k and *n (0 <= K < N); -1 when invalid. */
-int shard_parse(const char *v, uint32_t *k, uint32_t *n);
 /* Opens the n files and checks that they make up one job (as recmerge
  * checks streams: formats/record.md, Shard streams); fills m. */
 int merge_open(struct merge *m, char **names, size_t n);

@@ -26,6 +26,7 @@
 #include "../../lib/rec.h"
 #include "../common/opts.h"
 #include "../common/prog.h"
+#include "../common/shards.h"
 #include "h5merge.h"
 #include "h5out.h"
 #include "../common/outfile.h"
@@ -400,8 +401,8 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 	ho->splits = splits && strcmp(splits, "none");
 	ho->shard_k = ho->shard_n = 0;
 	if (rec_header_get(hdr, "shard") &&
-	    shard_parse(rec_header_get(hdr, "shard"), &ho->shard_k,
-			&ho->shard_n)) {
+	    shard_value_parse(rec_header_get(hdr, "shard"), &ho->shard_k,
+			      &ho->shard_n)) {
 		prog_err("%s: stream header has shard='%s', not K/N (0 <= K "
 			 "< N)", in_name, rec_header_get(hdr, "shard"));
 		return -1;

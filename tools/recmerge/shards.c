@@ -1,225 +1,39 @@
 /*
  * shards.c - do the given streams make up one job's shards, and the
- * merged stream's header (formats/record.md, Shard streams).
- *
- * Every header is checked before anything is written, against the
- * stream given first: a refusal names the stream, the field and both
- * values, so that a shard of the wrong run is found at once rather than
- * as a dataset that mixes two.
+ * merged stream's header (formats/record.md, Shard streams); the rules
+ * and their messages are tools/common/shards.c's, shared with h5pack
+ * --merge.
  */
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../common/prog.h"
+#include "../common/shards.h"
 #include "recmerge.h"
-
-/* A decimal number without sign, spaces or suffix, up to max. */
-static int parse_u64(const char *s, uint64_t max, uint64_t *v)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || *end || *v > max ? -1 : 0;
-}
-
-/* The shard value "K/N" into *k and *n (0 <= K < N). */
-static int parse_shard(const char *v, uint32_t *k, uint32_t *n)
-{
-	const char *slash = strchr(v, '/');
-	char kbuf[16];
-	uint64_t kk, nn;
-
-	if (!slash || (size_t)(slash - v) >= sizeof(kbuf))
-		return -1;
-	memcpy(kbuf, v, (size_t)(slash - v));
-	kbuf[slash - v] = '\0';
-	if (parse_u64(kbuf, UINT32_MAX, &kk) ||
-	    parse_u64(slash + 1, UINT32_MAX, &nn) || nn == 0 || kk >= nn)
-		return -1;
-	*k = (uint32_t)kk;
-	*n = (uint32_t)nn;
-	return 0;
-}
-
-/* The value of a key every shard must have, or NULL after a message. */
-static const char *required(const struct shard *s, const char *key,
-			    const char *why)
-{
-	const char *v = rec_header_get(rec_reader_header(s->r), key);
-
-	if (!v)
-		prog_err("'%s': no '%s' in its header: %s", s->name, key, why);
-	return v;
-}
-
-/* The pairs shards must have equal: all but producer, stage and shard. */
-static int compared(const char *key)
-{
-	return strcmp(key, "producer") && strcmp(key, "stage") &&
-	       strcmp(key, "shard");
-}
-
-/* The index of the next compared pair of h from i on, or len. */
-static size_t next_compared(const rec_header *h, size_t i)
-{
-	const char *k, *v;
-
-	for (; i < rec_header_len(h); i++) {
-		rec_header_entry(h, i, &k, &v);
-		if (compared(k))
-			break;
-	}
-	return i;
-}
-
-/* Every compared pair of s equals ref's, in order; else one line naming
- * the first key that differs and both values. */
-static int same_pairs(const struct shard *s, const struct shard *ref)
-{
-	const rec_header *a = rec_reader_header(s->r);
-	const rec_header *b = rec_reader_header(ref->r);
-	size_t i = next_compared(a, 0), j = next_compared(b, 0);
-	const char *ka = NULL, *va = NULL, *kb = NULL, *vb = NULL;
-
-	for (;; i = next_compared(a, i + 1), j = next_compared(b, j + 1)) {
-		int end_a = i == rec_header_len(a);
-		int end_b = j == rec_header_len(b);
-
-		if (end_a && end_b)
-			return 0;
-		if (!end_a)
-			rec_header_entry(a, i, &ka, &va);
-		if (!end_b)
-			rec_header_entry(b, j, &kb, &vb);
-		if (end_a || end_b || strcmp(ka, kb) || strcmp(va, vb))
-			break;
-	}
-	if (i < rec_header_len(a) && j < rec_header_len(b) && !strcmp(ka, kb))
-		prog_err("'%s': %s is '%s', in '%s' '%s': the shards do not "
-			 "agree", s->name, ka, va, ref->name, vb);
-	else if (j == rec_header_len(b))
-		prog_err("'%s': %s is '%s', '%s' has no more pairs: the "
-			 "shards do not agree", s->name, ka, va, ref->name);
-	else if (i == rec_header_len(a))
-		prog_err("'%s': no more pairs, '%s' has %s = '%s': the shards "
-			 "do not agree", s->name, ref->name, kb, vb);
-	else
-		prog_err("'%s': %s = '%s' where '%s' has %s = '%s': the "
-			 "shards do not agree", s->name, ka, va, ref->name, kb,
-			 vb);
-	return -1;
-}
-
-/* Reads s's shard value into s->k and its N into *n. */
-static int read_shard(struct shard *s, uint32_t *n)
-{
-	const char *v = required(s, "shard", "a whole stream, not a shard "
-				 "(recmerge merges the shards of one job)");
-
-	if (!v)
-		return -1;
-	if (parse_shard(v, &s->k, n)) {
-		prog_err("'%s': shard: invalid value '%s' (expected K/N, "
-			 "0 <= K < N)", s->name, v);
-		return -1;
-	}
-	return 0;
-}
-
-/* s (not the reference) against ref: N, job, clips, then the rest. */
-static int agree(struct shard *s, const struct shard *ref, uint32_t n)
-{
-	const rec_header *a = rec_reader_header(s->r);
-	const rec_header *b = rec_reader_header(ref->r);
-	uint32_t n_s;
-
-	if (read_shard(s, &n_s))
-		return -1;
-	if (n_s != n) {
-		prog_err("'%s': shard is '%s', in '%s' '%s': another number "
-			 "of shards", s->name, rec_header_get(a, "shard"),
-			 ref->name, rec_header_get(b, "shard"));
-		return -1;
-	}
-	if (!required(s, "job", "shards name their job (wavcat --shard "
-		      "writes it)") ||
-	    !required(s, "clips", "shards give the job's clips"))
-		return -1;
-	if (strcmp(rec_header_get(a, "job"), rec_header_get(b, "job"))) {
-		prog_err("'%s': job is '%s', in '%s' '%s': a shard of another "
-			 "job", s->name, rec_header_get(a, "job"), ref->name,
-			 rec_header_get(b, "job"));
-		return -1;
-	}
-	if (strcmp(rec_header_get(a, "clips"), rec_header_get(b, "clips"))) {
-		prog_err("'%s': clips is '%s', in '%s' '%s': the shards do not "
-			 "agree", s->name, rec_header_get(a, "clips"),
-			 ref->name, rec_header_get(b, "clips"));
-		return -1;
-	}
-	return same_pairs(s, ref);
-}
-
-/* The reference stream's own fields: shard, job, clips. */
-static int check_first(struct shard *s, struct job *job)
-{
-	const char *clips;
-
-	if (read_shard(s, &job->n) ||
-	    !required(s, "job", "shards name their job (wavcat --shard "
-		      "writes it)") ||
-	    !(clips = required(s, "clips", "shards give the job's clips")))
-		return -1;
-	if (parse_u64(clips, UINT64_MAX, &job->clips)) {
-		prog_err("'%s': clips: invalid value '%s' (expected a count)",
-			 s->name, clips);
-		return -1;
-	}
-	return 0;
-}
-
-/* The stream among the first n of s that holds shard k, or NULL. */
-static const struct shard *holding(const struct shard *s, size_t n,
-				   uint32_t k)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i].k == k)
-			return &s[i];
-	return NULL;
-}
 
 int shards_check(struct shard *s, size_t n, struct job *job)
 {
-	const struct shard *twin;
+	static const struct shard_words words = {
+		"stream", "a whole stream, not a shard (recmerge merges the "
+		"shards of one job)"
+	};
+	struct shard_member *m = calloc(n, sizeof(*m));
+	int err;
 
 	job->by_k = NULL;
-	if (check_first(&s[0], job))
+	if (!m) {
+		prog_err("out of memory");
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (i && agree(&s[i], &s[0], job->n))
-			return -1;
-		if ((twin = holding(s, i, s[i].k))) {
-			prog_err("'%s': shard %" PRIu32 "/%" PRIu32 " is "
-				 "given twice (also '%s')", s[i].name,
-				 s[i].k, job->n, twin->name);
-			return -1;
-		}
 	}
-	/* n distinct K below N: all there when n = N, else the first
-	 * missing one is at most n */
-	for (uint32_t k = 0; n < job->n; k++)
-		if (!holding(s, n, k)) {
-			prog_err("shard %" PRIu32 "/%" PRIu32 " is missing: "
-				 "%zu streams given for %" PRIu32 " shards",
-				 k, job->n, n, job->n);
-			return -1;
-		}
+	for (size_t i = 0; i < n; i++) {
+		m[i].name = s[i].name;
+		m[i].hdr = rec_reader_header(s[i].r);
+	}
+	err = shard_set_check(m, n, &words, &job->n, &job->clips);
+	for (size_t i = 0; i < n && !err; i++)
+		s[i].k = m[i].k;
+	free(m);
+	if (err)
+		return -1;
 	job->by_k = calloc(n, sizeof(*job->by_k));
 	if (!job->by_k) {
 		prog_err("out of memory");
@@ -230,46 +44,21 @@ int shards_check(struct shard *s, size_t n, struct job *job)
 	return 0;
 }
 
-/* Appends "K/N<TAB>stage" for each stage value of shard s. */
-static int add_shard_stages(rec_header *h, const struct shard *s,
-			    uint32_t n)
-{
-	const rec_header *in = rec_reader_header(s->r);
-	size_t count = rec_header_count(in, "stage");
-
-	for (size_t i = 0; i < count; i++) {
-		const char *v = rec_header_get_nth(in, "stage", i);
-		size_t len = strlen(v) + 32;
-		char *pair = malloc(len);
-		int err;
-
-		if (!pair)
-			return REC_E_NOMEM;
-		snprintf(pair, len, "%" PRIu32 "/%" PRIu32 "\t%s", s->k, n, v);
-		err = rec_header_add(h, "shard_stage", pair);
-		free(pair);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 rec_header *shards_output_header(const struct job *job, int argc,
 				 char **argv)
 {
-	rec_header *h = rec_header_dup(rec_reader_header(job->by_k[0]->r));
-	int err = !h;
+	const rec_header **by_k = calloc(job->n, sizeof(*by_k));
+	rec_header *h = NULL;
+	int err = !by_k;
 
-	if (h) {
-		rec_header_del(h, "shard");
-		rec_header_del(h, "stage");
-		err = rec_header_set(h, "producer", "recmerge "
-				     MELPIPE_VERSION);
-	}
 	for (uint32_t k = 0; k < job->n && !err; k++)
-		err = add_shard_stages(h, job->by_k[k], job->n);
-	err = err || rec_header_add_stage(h, "recmerge", MELPIPE_VERSION,
-					  argc, argv);
+		by_k[k] = rec_reader_header(job->by_k[k]->r);
+	if (!err)
+		h = shards_merged_header(by_k, job->n);
+	free(by_k);
+	err = !h || rec_header_set(h, "producer", "recmerge "
+				   MELPIPE_VERSION) ||
+	      rec_header_add_stage(h, "recmerge", MELPIPE_VERSION, argc, argv);
 	if (err) {
 		prog_err("out of memory");
 		rec_header_free(h);

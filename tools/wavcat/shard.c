@@ -12,41 +12,12 @@
 #include <string.h>
 
 #include "../../lib/rec.h"
+#include "../common/shards.h"
 #include "wavcat.h"
-
-/* A decimal number of digits only (no sign, space or suffix), up to max;
- * s runs to end. */
-static int parse_dec(const char *s, const char *end, uint64_t max,
-		     uint64_t *v)
-{
-	if (s == end)
-		return -1;
-	for (*v = 0; s < end; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (*v > (max - (uint64_t)(*s - '0')) / 10)
-			return -1;
-		*v = *v * 10 + (uint64_t)(*s - '0');
-	}
-	return 0;
-}
 
 int shard_parse(const char *arg, struct shard_sel *s)
 {
-	const char *slash = strchr(arg, '/');
-	uint64_t k, n;
-
-	if (slash == NULL ||
-	    parse_dec(arg, slash, UINT32_MAX, &k) ||
-	    parse_dec(slash + 1, slash + strlen(slash), UINT32_MAX, &n))
-		return SHARD_BAD_SYNTAX;
-	if (n == 0)
-		return SHARD_BAD_N;
-	if (k >= n)
-		return SHARD_BAD_K;
-	s->k = (uint32_t)k;
-	s->n = (uint32_t)n;
-	return 0;
+	return shard_value_parse(arg, &s->k, &s->n);
 }
 
 uint64_t shard_clips(const struct shard_sel *s, uint64_t clips)

@@ -212,11 +212,8 @@ struct shard_sel {
 	uint32_t k, n;
 };
 
-enum { SHARD_BAD_SYNTAX = 1, SHARD_BAD_N, SHARD_BAD_K };
-
-/* Parses "K/N" (decimal digits, N >= 1, K < N, both below 2^32) into
- * *s: 0, or SHARD_BAD_SYNTAX, SHARD_BAD_N (N is 0) or SHARD_BAD_K (K is
- * N or more), *s then untouched. */
+/* shard_value_parse() (tools/common/shards.h) into *s: 0, or
+ * SHARD_BAD_SYNTAX, SHARD_BAD_N or SHARD_BAD_K, *s then untouched. */
 int shard_parse(const char *arg, struct shard_sel *s);
 /* How many of a job's clips shard s holds: the indices below clips that
  * are s->k modulo s->n. */

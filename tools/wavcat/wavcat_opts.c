@@ -10,6 +10,7 @@
 #include "../../lib/rec.h"
 #include "../common/opts.h"
 #include "../common/prog.h"
+#include "../common/shards.h"
 #include "wavcat.h"
 #include "wavcat_opts.h"
 
