@@ -92,6 +92,60 @@ test_expect_success 'a shard whose stream is cut: no dataset, the shard named' '
 	test ! -e cut.h5
 '
 
+# Interrupted (Ctrl-C): the script's children run in the background, and
+# so ignore SIGINT; it must stop GNU parallel and recmerge itself. This
+# stand-in for ssh runs the command in a session of its own, as sshd
+# would, so that only GNU parallel's worker, seeing its ssh gone, stops
+# the shard on the "host". The shards here never end.
+test_expect_success 'interrupted: the shards and the merge stop, no dataset' '
+	mkdir slow-bin int-tmp &&
+	printf "#!/bin/sh\nexec sleep 7002\n" >slow-bin/wavcat &&
+	chmod +x slow-bin/wavcat &&
+	cat >session-ssh <<-EOF &&
+	#!/bin/sh
+	while [ \$# -gt 0 ]; do
+		case \$1 in -*) shift ;; *) break ;; esac
+	done
+	shift
+	[ "\${1:-}" != -- ] || shift
+	PATH=$PWD/slow-bin:\$PATH setsid sh -c "\$*" &
+	wait \$!
+	EOF
+	chmod +x session-ssh &&
+	printf "hosta\nhostb\n" >hosts2 &&
+	# Ctrl-C reaches a foreground command with SIGINT at its default
+	{
+		TMPDIR=$PWD/int-tmp "$PYTHON" -c "import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])" "$SP" --hosts hosts2 \
+			--ssh "$PWD/session-ssh" -- -q $W >int.rec 2>int.err &
+	} &&
+	pid=$! &&
+	n=0 &&
+	while [ $(pgrep -c -f "^sleep 7002") -lt 2 ] && [ $n -lt 100 ]; do
+		sleep 0.1; n=$((n + 1))
+	done &&
+	pgrep -f "recmerge -q $PWD/int-tmp/" >/dev/null &&
+	kill -INT $pid &&
+	test_expect_code 130 wait $pid &&
+	test_grep "interrupted; the shards and the merge were stopped" int.err &&
+	n=0 &&
+	while pgrep -f "^sleep 7002|recmerge -q $PWD/int-tmp/" >/dev/null &&
+		[ $n -lt 50 ]; do
+		sleep 0.1; n=$((n + 1))
+	done &&
+	! pgrep -f "^sleep 7002" &&
+	! pgrep -f "recmerge -q $PWD/int-tmp/" &&
+	! pgrep -f "$PWD/session-ssh" &&
+	test -z "$(ls int-tmp)" &&
+	test_expect_code 1 h5pack -q -o int.h5 <int.rec 2>/dev/null &&
+	test ! -e int.h5
+'
+
+# whatever the outcome, nothing of that run outlives the test
+pkill -f "^sleep 7002" 2>/dev/null
+pkill -f "recmerge -q $PWD/int-tmp/" 2>/dev/null
+
 test_expect_success 'usage errors: no hosts, more shards than slots, --shard' '
 	test_expect_code 2 "$SP" -- $W 2>u.err &&
 	test_grep "no --hosts FILE" u.err &&
