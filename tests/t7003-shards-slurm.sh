@@ -136,6 +136,15 @@ test_expect_success 'usage errors, --help' '
 	test_expect_code 2 "$SS" merge -n 3 --out out 2>u.err &&
 	test_grep "no -o FILE" u.err &&
 	test_expect_code 2 "$SS" run 2>u.err &&
+	rm -f sbatch.log &&
+	test_expect_code 1 "$SS" submit -n 3 --out bad -- --bogus $W 2>u.err &&
+	test_grep "unrecognized option .--bogus" u.err &&
+	test_grep "nothing submitted" u.err &&
+	test ! -e sbatch.log &&
+	test_expect_code 1 "$SS" submit -n 3 --out bad -- --rate 4096 NODATA \
+		2>u.err &&
+	test_grep "NODATA" u.err &&
+	test ! -e sbatch.log &&
 	test_expect_code 1 "$SS" merge -n 4 --out out -o x.h5 2>u.err &&
 	test_grep "no batch script .*shards-of-4.sbatch" u.err &&
 	"$SS" --help >help &&
