@@ -35,13 +35,28 @@ def use_plugin_dir():
             return
 
 
-use_plugin_dir()
-try:
-    import hdf5plugin  # noqa: F401,E402  (registers the zstd filter)
-except ImportError:
-    pass
-import h5py  # noqa: E402
-import numpy as np  # noqa: E402
+h5py = np = None
+
+
+def load_modules():
+    """Imports h5py and numpy (hdf5plugin where installed), or says what
+    to install and returns False."""
+    global h5py, np
+    use_plugin_dir()
+    try:
+        import hdf5plugin  # noqa: F401  (registers the zstd filter)
+    except ImportError:
+        pass
+    try:
+        import h5py as h5py_
+        import numpy as np_
+    except ImportError as e:
+        print(f"h5info.py: {e.name} is missing for {sys.executable} "
+              "(Debian: apt-get install python3-h5py; or pip install "
+              "h5py)", file=sys.stderr)
+        return False
+    h5py, np = h5py_, np_
+    return True
 
 
 def missing_filters(f):
@@ -84,7 +99,26 @@ def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(argv) == 2 else 2
-    with h5py.File(argv[1], "r") as f:
+    if not load_modules():
+        return 1
+    try:
+        f = h5py.File(argv[1], "r")
+    except OSError as e:
+        if not os.path.exists(argv[1]):
+            why = "No such file or directory"
+        elif os.path.isfile(argv[1]) and not h5py.is_hdf5(argv[1]):
+            why = "not an HDF5 file"
+        else:
+            why = str(e)
+        print(f"h5info.py: unable to open '{argv[1]}': {why}",
+              file=sys.stderr)
+        return 1
+    with f:
+        if "melpipe_hdf5_version" not in f.attrs:
+            print(f"h5info.py: '{argv[1]}' is an HDF5 file but not a "
+                  "melpipe dataset (no melpipe_hdf5_version attribute)",
+                  file=sys.stderr)
+            return 1
         missing = missing_filters(f)
         if missing:
             say_missing(argv[1], missing)

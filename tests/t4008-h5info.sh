@@ -1,9 +1,10 @@
 #!/bin/sh
 # scripts/h5info.py's summary of a dataset: the ragged layout counted in
 # rows and frames (samples for audio) with the shortest and longest row,
-# and a reader that goes away (| head) ending it without a traceback.
+# a reader that goes away (| head) ending it without a traceback, and
+# files it cannot show named in one line, with no traceback.
 
-test_description='h5info.py: ragged counts, a closed pipe'
+test_description='h5info.py: ragged counts, a closed pipe, refusals'
 . "$(dirname "$0")/test-lib.sh"
 
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
@@ -32,6 +33,29 @@ test_expect_success 'a reader that goes away: no traceback, no message' '
 	$H5INFO many.h5 | wc -c >size &&
 	test $(cat size) -gt 100000 &&
 	! test -s err
+'
+
+test_expect_success 'no file, not HDF5, not melpipe: one line each, exit 1' '
+	test_expect_code 1 $H5INFO nosuch.h5 2>err &&
+	test_grep "^h5info.py: unable to open .nosuch.h5.: No such file or directory$" err &&
+	printf "RIFF" >x.wav &&
+	test_expect_code 1 $H5INFO x.wav 2>err &&
+	test_grep "^h5info.py: unable to open .x.wav.: not an HDF5 file$" err &&
+	$PYTHON -c "import h5py; h5py.File(\"plain.h5\", \"w\")[\"x\"] = [1]" &&
+	test_expect_code 1 $H5INFO plain.h5 >out 2>err &&
+	test_grep "h5info.py: .plain.h5. is an HDF5 file but not a melpipe dataset" err &&
+	! test -s out
+'
+
+test_expect_success 'without h5py: what to install, also for --help' '
+	# a Python whose h5py import fails
+	mkdir noh5 &&
+	echo "raise ImportError(name=\"h5py\")" >noh5/h5py.py &&
+	PYTHONPATH=$PWD/noh5 $H5INFO --help >help &&
+	test_grep "^Usage: h5info.py FILE.h5" help &&
+	test_expect_code 1 env PYTHONPATH=$PWD/noh5 $H5INFO r.h5 2>err &&
+	test_grep "h5info.py: h5py is missing for .*python3-h5py" err &&
+	! grep -q Traceback err
 '
 
 test_done

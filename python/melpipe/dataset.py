@@ -39,6 +39,10 @@ class MelDataset:
     from it (DataLoader workers included), never sharing an HDF5 handle
     across a fork.
 
+    split: the group to read, "training", "validation", "testing" or
+    "all" (a dataset written without splits); by default "training",
+    or "all" where the file has no splits.
+
     cache_chunks: the chunk cache of that handle, in chunks of features
     (at least 1 MiB); a ChunkSampler raises it to what its window needs.
     """
@@ -49,7 +53,7 @@ class MelDataset:
             cls = TorchMelDataset
         return object.__new__(cls)
 
-    def __init__(self, path, split="training", dtype=None, transform=None,
+    def __init__(self, path, split=None, dtype=None, transform=None,
                  cache_chunks=4):
         self.path = os.fspath(path)
         self.split = split
@@ -77,6 +81,8 @@ class MelDataset:
         self.kind = self.attrs.get("kind", "features")
         groups = [g for g in ("training", "validation", "testing", "all")
                   if g in f]
+        if self.split is None:
+            self.split = "all" if groups == ["all"] else "training"
         if self.split not in groups:
             raise KeyError("'%s' has no split '%s' (it has %s)"
                            % (self.path, self.split, ", ".join(groups)))

@@ -30,6 +30,7 @@ STREAMS = {
     "f16-fixed": (["--duration", "1"], [["segment", "-q", "--len", "512"],
                                         GPUMEL + ["--dtype", "f16"]]),
     "bf16-ragged": ([], [GPUMEL + ["--dtype", "bf16"]]),
+    "nosplit": (["--split", "none"], [GPUMEL]),
 }
 
 

@@ -33,9 +33,15 @@ def direct(path, split):
         return rows, labels
 
 
+def splits_of(path):
+    """The split groups the file holds."""
+    with h5py.File(path, "r") as f:
+        return [s for s in SPLITS + ("all",) if s in f]
+
+
 def test_every_item_as_h5py_reads_it(datasets):
     for (name, comp), path in sorted(datasets.items()):
-        for split in SPLITS:
+        for split in splits_of(path):
             ds = melpipe.MelDataset(path, split)
             rows, labels = direct(path, split)
             assert len(ds) == len(rows), (name, comp, split)
@@ -51,7 +57,7 @@ def test_every_item_as_h5py_reads_it(datasets):
 def test_batches_as_items(datasets):
     rng = np.random.default_rng(3)
     for (name, comp), path in sorted(datasets.items()):
-        ds = melpipe.MelDataset(path, "training", dtype="float32",
+        ds = melpipe.MelDataset(path, dtype="float32",
                                 transform=lambda x: x * 2)
         n = len(ds)
         for idx in (rng.permutation(n)[:9], [n - 1, -1, 0, 0, 3],
@@ -191,6 +197,18 @@ def test_unknown_version_refused(datasets, tmp_path):
         del f.attrs["melpipe_hdf5_version"]
     with pytest.raises(melpipe.FormatError, match="not a melpipe dataset"):
         melpipe.MelDataset(path)
+
+
+def test_default_split(datasets):
+    """training where the file has splits, all where it has none"""
+    assert melpipe.MelDataset(datasets["feat-ragged", "none"]).split == \
+        "training"
+    ds = melpipe.MelDataset(datasets["nosplit", "none"])
+    with h5py.File(datasets["nosplit", "none"], "r") as f:
+        assert [g for g in ("training", "all") if g in f] == ["all"]
+        assert ds.split == "all" and len(ds) == f["all"]["label"].shape[0]
+    with pytest.raises(KeyError, match="no split 'training'.*it has all"):
+        melpipe.MelDataset(datasets["nosplit", "none"], "training")
 
 
 def test_missing_split_named(datasets):
