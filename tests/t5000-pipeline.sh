@@ -129,6 +129,23 @@ test_expect_success 'a failing stage leaves no dataset and fails the pipeline' '
 	test -z "$(ls -A | grep "^\.out\.h5")"
 '
 
+test_expect_success 'an audio or HDF5 file for a stream, an empty pipe: said so' '
+	wav=$(find DATA -name "*.wav" | head -n 1) &&
+	for st in "segment --len 512" "gpumel --device cpu" "h5pack -o x.h5" \
+		"recmerge" "recdump"; do
+		test_expect_code 1 $st "$wav" 2>err &&
+		test_grep "bad magic .*: this is an audio file (WAV); wavcat reads audio files$" err &&
+		test_expect_code 1 $st out.h5 2>err &&
+		test_grep "bad magic .*: this is an HDF5 file" err || return 1
+	done &&
+	for st in "segment --len 512" "gpumel --device cpu" "h5pack -o x.h5" \
+		"recdump"; do
+		(exit 1) | test_expect_code 1 $st 2>err &&
+		test_grep "^${st%% *}: stdin: record 0 at byte 0: empty input (no header record): the stage before wrote nothing" err || return 1
+	done &&
+	test ! -e x.h5
+'
+
 test_expect_success VALGRIND 'every stage is clean under valgrind' '
 	VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
 	$VG wavcat --rate 4096 --duration 2 -j 2 DATA/ >vg-clips.rec &&

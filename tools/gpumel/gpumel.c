@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../lib/rec.h"
+#include "../common/notstream.h"
 #include "../common/prog.h"
 #include "backend.h"
 #include "cuda_load.h"
@@ -149,8 +150,7 @@ static int open_streams(struct run *r, const struct options *o,
 		cuda_warm_start(&r->warm, o->cuda_index);
 	err = rec_reader_open(&r->rd, r->in_fd, &ro);
 	if (err) {
-		prog_err("%s", rec_reader_detail(r->rd)[0] ?
-			 rec_reader_detail(r->rd) : rec_strerror(err));
+		prog_open_failed(r->rd, err, r->in_fd);
 		return -1;
 	}
 	if (stream_rate(rec_reader_header(r->rd), ro.name, &sr) < 0 ||

@@ -25,6 +25,7 @@
 #include "../../lib/opt.h"
 #include "../../lib/rec.h"
 #include "../common/opts.h"
+#include "../common/notstream.h"
 #include "../common/prog.h"
 #include "../common/shards.h"
 #include "h5merge.h"
@@ -716,7 +717,7 @@ static int run(const struct options *o, int argc, char **argv)
 		goto out;
 	err = rec_reader_open(&r, in_fd, &ro);
 	if (err) {
-		prog_err("%s", rec_reader_detail(r));
+		prog_open_failed(r, err, in_fd);
 		goto out;
 	}
 	if (stream_settings(rec_reader_header(r), in_name, o, &ho))

@@ -21,6 +21,7 @@
 #include "../../lib/opt.h"
 #include "../../lib/rec.h"
 #include "../common/opts.h"
+#include "../common/notstream.h"
 #include "../common/prog.h"
 
 enum mode { MODE_LIST, MODE_SUMMARY, MODE_QUIET };
@@ -477,67 +478,6 @@ static void check_stdout(void)
 			 strerror(errno));
 }
 
-/*
- * What people give recdump by mistake, told by the first bytes: an HDF5
- * file (h5pack's output) or an audio file (wavcat's input). magic2, when
- * set, is at byte 8 (the form type of RIFF and IFF files).
- */
-static const struct {
-	const char *magic, *magic2, *what;
-} not_streams[] = {
-	{ "\x89HDF\r\n\x1a\n", NULL, "an HDF5 file "
-	  "(h5dump or scripts/h5info.py read it)" },
-	{ "RIFF", "WAVE", "an audio file (WAV); wavcat "
-	  "reads audio files" },
-	{ "RF64", "WAVE", "an audio file (RF64); wavcat "
-	  "reads audio files" },
-	{ "FORM", "AIF", "an audio file (AIFF); wavcat "
-	  "reads audio files" },
-	{ "fLaC", NULL, "an audio file (FLAC); wavcat "
-	  "reads audio files" },
-	{ "OggS", NULL, "an audio file (Ogg); wavcat "
-	  "reads audio files" },
-};
-
-/* Whether the n bytes of buf hold string s at offset off. */
-static int has_at(const unsigned char *buf, size_t n, size_t off,
-		  const char *s)
-{
-	return n >= off + strlen(s) && !memcmp(buf + off, s, strlen(s));
-}
-
-/* What the file on fd is when it is one of not_streams, else NULL. It is
- * read again from its start, so a pipe (whose bytes the reader took)
- * gives NULL. */
-static const char *not_stream_kind(int fd)
-{
-	unsigned char buf[12];
-	ssize_t got = pread(fd, buf, sizeof(buf), 0);
-	size_t n = got > 0 ? (size_t)got : 0;
-
-	for (size_t i = 0; i < sizeof(not_streams) / sizeof(*not_streams);
-	     i++)
-		if (has_at(buf, n, 0, not_streams[i].magic) &&
-		    (!not_streams[i].magic2 ||
-		     has_at(buf, n, 8, not_streams[i].magic2)))
-			return not_streams[i].what;
-	return NULL;
-}
-
-/* Why the stream could not be opened: the reader's detail, and what the
- * file is when it is plainly not a stream (bad magic at its first byte),
- * so that the message names the fault and the way out. */
-static void open_failed(const rec_reader *r, int err, int fd)
-{
-	const char *what = NULL;
-
-	if (err == REC_E_MAGIC && rec_reader_offset(r) == 0)
-		what = not_stream_kind(fd);
-	if (!what)
-		prog_err("%s", rec_reader_detail(r));
-	else
-		prog_err("%s: this is %s", rec_reader_detail(r), what);
-}
 
 /* Reads and prints the stream; returns the exit status. */
 static int dump(int fd, const char *name, const struct opts *o)
@@ -553,7 +493,7 @@ static int dump(int fd, const char *name, const struct opts *o)
 
 	err = rec_reader_open(&r, fd, &ro);
 	if (err) {
-		open_failed(r, err, fd);
+		prog_open_failed(r, err, fd);
 		goto out;
 	}
 	h = rec_reader_header(r);

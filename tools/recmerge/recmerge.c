@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../common/opts.h"
+#include "../common/notstream.h"
 #include "../common/prog.h"
 #include "recmerge.h"
 
@@ -131,8 +132,10 @@ static int open_shards(const struct options *o, struct shard *s)
 		rec_reader_opts ro = { .name = s[i].name, .read_ahead = 1,
 				       .data_crc = 1 };
 
-		if (rec_reader_open(&s[i].r, s[i].fd, &ro)) {
-			prog_err("%s", rec_reader_detail(s[i].r));
+		int err = rec_reader_open(&s[i].r, s[i].fd, &ro);
+
+		if (err) {
+			prog_open_failed(s[i].r, err, s[i].fd);
 			return -1;
 		}
 	}

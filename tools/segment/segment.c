@@ -46,6 +46,7 @@
 
 #include "../../lib/rec.h"
 #include "../common/opts.h"
+#include "../common/notstream.h"
 #include "../common/prog.h"
 #include "segment.h"
 
@@ -485,7 +486,7 @@ static int run(const struct options *o, int argc, char **argv)
 		goto out;
 	err = rec_reader_open(&r, in_fd, &ro);
 	if (err) {
-		prog_err("%s", rec_reader_detail(r));
+		prog_open_failed(r, err, in_fd);
 		goto out;
 	}
 	if (check_kind(rec_reader_header(r), in_name))
