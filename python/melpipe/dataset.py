@@ -45,6 +45,11 @@ class MelDataset:
 
     cache_chunks: the chunk cache of that handle, in chunks of features
     (at least 1 MiB); a ChunkSampler raises it to what its window needs.
+    A batch (__getitems__, which DataLoader calls) of fixed-layout rows
+    is read a whole chunk at a time, each chunk kept, as a numpy array,
+    among the last cache_chunks this process read: a ChunkSampler's
+    batches then read each chunk of an epoch once, in one HDF5 call,
+    instead of one call per row.
     """
 
     def __new__(cls, *args, **kwargs):
@@ -67,6 +72,7 @@ class MelDataset:
 
     def _reset(self):
         self._f = self._ds = self._pid = None
+        self._chunks = collections.OrderedDict()
         self._open_cache = None
         self._cols = None
         self._paths = None
@@ -116,6 +122,7 @@ class MelDataset:
         state = self.__dict__.copy()
         for k in ("_f", "_ds", "_pid", "_open_cache", "_cols", "_paths"):
             state[k] = None
+        state["_chunks"] = collections.OrderedDict()
         return state
 
     def __setstate__(self, state):
@@ -128,6 +135,7 @@ class MelDataset:
         if self._pid != os.getpid() or self._open_cache != want:
             # a handle inherited across fork is dropped, never used
             self._f = self._ds = None
+            self._chunks = collections.OrderedDict()
             self._f = _h5.open_file(self.path, want)
             self._ds = self._f[self.split]["features"]
             self._pid, self._open_cache = os.getpid(), want
@@ -196,9 +204,42 @@ class MelDataset:
             x = self.transform(x)
         return x, int(self._columns()["label"][i])
 
+    def _chunk(self, c):
+        """The rows of chunk c (fixed layout), read whole and kept among
+        the last cache_chunks chunks read in this process."""
+        self._features()    # first: a new process drops the chunks
+        rows = self._chunks.get(c)
+        if rows is not None:
+            self._chunks.move_to_end(c)
+            return rows
+        per = self.chunk_shape[0]
+        rows = self._read(c * per, min(self._n, (c + 1) * per))
+        self._chunks[c] = rows
+        while len(self._chunks) > max(1, self.cache_chunks):
+            self._chunks.popitem(last=False)
+        return rows
+
     def __getitems__(self, indices):
-        """A batch of items (DataLoader reads a batch in one call)."""
-        return [self[i] for i in indices]
+        """A batch of items (DataLoader reads a batch in one call). Rows
+        of the fixed layout come from whole chunks (see the class)."""
+        if self.layout != "fixed":
+            return [self[i] for i in indices]
+        labels = self._columns()["label"]
+        per = self.chunk_shape[0]
+        out = []
+        for i in indices:
+            i = int(i)
+            if not -self._n <= i < self._n:
+                raise IndexError("row %d of %d" % (i, self._n))
+            i %= self._n
+            x = self._chunk(i // per)[i % per]
+            # a copy: the item is the caller's, the chunk stays intact
+            x = x.astype(self.dtype) if self.dtype is not None and \
+                x.dtype != self.dtype else x.copy()
+            if self.transform is not None:
+                x = self.transform(x)
+            out.append((x, int(labels[i])))
+        return out
 
     # -- what the rows are
 

@@ -128,3 +128,29 @@ def test_on_a_ragged_dataset(datasets):
     x, y, n = melpipe.pad_batch([ds[i] for i in next(iter(s))])
     assert x.shape[:2] == (len(n), 16) and x.shape[2] == n.max()
     assert ds.cache_chunks >= 2 * s.window
+
+
+@pytest.mark.parametrize("name", ["feat-fixed", "audio-fixed"])
+def test_batches_read_each_chunk_once(datasets, name):
+    """A ChunkSampler epoch of batches through __getitems__ reads every
+    chunk of a fixed-layout split exactly once, whole, in one HDF5 read
+    each, and gives the rows h5py reads."""
+    import h5py
+    ds = melpipe.MelDataset(datasets[name, "none"])
+    s = melpipe.ChunkSampler(ds, seed=3, batch_size=5, window=2)
+    reads = []
+    read = ds._read
+    ds._read = lambda lo, hi: reads.append((lo, hi)) or read(lo, hi)
+    got = {}
+    for batch in s:
+        for i, (x, y) in zip(batch, ds.__getitems__(batch)):
+            got[i] = x
+    per = ds.chunk_shape[0]
+    n_chunks = -(-len(ds) // per)
+    assert sorted(lo for lo, _ in reads) == [c * per
+                                             for c in range(n_chunks)]
+    assert all(hi - lo == min(per, len(ds) - lo) for lo, hi in reads)
+    with h5py.File(datasets[name, "none"], "r") as f:
+        rows = f["training"]["features"][()]
+    assert sorted(got) == list(range(len(ds)))
+    assert all(np.array_equal(got[i], rows[i]) for i in got)
