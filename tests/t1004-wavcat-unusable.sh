@@ -95,7 +95,7 @@ test_expect_success '--strict: stops at the first, exit 1, no trailer' '
 	test $(wc -l <err) = 1 &&
 	test_must_fail recdump -q s.rec 2>rd.err &&
 	test_must_fail $RR s.rec --records 2>rr.err &&
-	test_grep "truncated" rr.err &&
+	test_grep "input ended before the trailer" rr.err &&
 	"$PYTHON" -c "
 import sys
 sys.path.insert(0, \"$TEST_DIRECTORY/py\")
@@ -105,7 +105,7 @@ data = open(\"s.rec\", \"rb\").read()
 try:
     rr.read_stream(data)
 except rr.BadStream as e:
-    assert \"no trailer\" in str(e), e
+    assert \"input ended before the trailer\" in str(e), e
 "
 '
 
