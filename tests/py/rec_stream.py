@@ -108,10 +108,6 @@ def fields(it):
     return f
 
 
-def record_crc(rec):
-    return struct.unpack_from("<I", rec, 20)[0]
-
-
 def record_spans(data):
     """[(offset, length, type)] of the records of a stream, as far as its
     framing goes (melpipe.stream.split_records), without checking
