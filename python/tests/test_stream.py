@@ -104,6 +104,12 @@ def test_split_records_and_trailer_fields():
     with pytest.raises(stream.StreamError) as e:
         list(stream.split_records(data + b"xyz"))
     assert (e.value.code, e.value.record) == ("MAGIC", 9)
+    huge = bytearray(recs[1])
+    huge[12:16] = (0xFFFFFFF0).to_bytes(4, "little")  # data_len 4 GiB
+    with pytest.raises(stream.StreamError) as e:
+        list(stream.split_records(io.BufferedReader(io.BytesIO(
+            recs[0] + huge))))
+    assert (e.value.code, e.value.record) == ("TRUNC", 1)
 
 
 def test_writer_unchecked_makes_broken_streams():

@@ -242,10 +242,12 @@ class Reader:
 
 
 def _read_full(f, n):
-    """n bytes of f, fewer only at its end (a pipe may give less a read)."""
+    """n bytes of f, fewer only at its end (a pipe may give less a read),
+    read in steps of at most 1 MiB so that a length forged huge costs no
+    more memory than the input holds."""
     parts, got = [], 0
     while got < n:
-        b = f.read(n - got)
+        b = f.read(min(n - got, 1 << 20))
         if not b:
             break
         parts.append(b)
