@@ -30,12 +30,13 @@ class Stream:
     def __init__(self, f, pairs):
         self.w = rs.Writer(f, pairs)
 
-    def audio(self, key, samples, dtype, rate=16000, **kw):
+    def audio(self, key, samples, dtype, rate=16000, channels=1, **kw):
         """samples: a numpy array already in dtype's layout (bf16 as
-        uint16 bits)."""
+        uint16 bits), channels interleaved."""
         payload = samples.astype(samples.dtype.newbyteorder("<")).tobytes()
         self.w.item(T_AUDIO, payload, key=key, sample_rate=rate,
-                    dtype=DTYPES[dtype], dim0=len(samples), dim1=1, **kw)
+                    dtype=DTYPES[dtype], dim0=len(samples) // channels,
+                    dim1=channels, **kw)
 
     def skipped(self, key, reason, rate=16000, **kw):
         self.w.item(T_SKIPPED, reason, key=key, sample_rate=rate, **kw)

@@ -48,9 +48,10 @@ def as_dict(it):
 
 def as_item(d):
     """The melpipe.stream Item of such a dict (missing fields 0, label
-    -1)."""
-    return rs.Item(d["type"], d.get("data", b""), **{
-        k: v for k, v in d.items() if k not in ("type", "data", "key_len")})
+    -1; keys that are no field of a record left out)."""
+    names = set(ITEM_FIELDS + rs.WINDOW_FIELDS) - {"type", "data", "key_len"}
+    return rs.Item(d["type"], d.get("data", b""),
+                   **{k: v for k, v in d.items() if k in names})
 
 
 def write_stream(f, pairs, items, trailer=True):
@@ -77,8 +78,17 @@ def read_stream(data):
 
 def expand_windows(items):
     """The items (dicts) with every windows record replaced by the audio
-    records of its windows (melpipe.stream.expand)."""
-    return [as_dict(w) for w in rs.expand(as_item(d) for d in items)]
+    records of its windows (melpipe.stream.expand), each with the keys
+    of the windows record that are no field of a record."""
+    out = []
+    for d in items:
+        if d["type"] != T_WINDOWS:
+            out.append(d)
+            continue
+        extra = {k: v for k, v in d.items()
+                 if k not in ITEM_FIELDS + rs.WINDOW_FIELDS}
+        out += [dict(extra, **as_dict(w)) for w in rs.expand([as_item(d)])]
+    return out
 
 
 def values(it):
