@@ -20,7 +20,10 @@ PATH=$MELPIPE_BIN:$TOP/build/obj/tests/helper:$PATH
 [ "${MELPIPE_SAN:-0}" = 1 ] && PATH=$MELPIPE_BIN:$TOP/build/san/tests/helper:$PATH
 PYTHON=$TOP/.dev/venv/bin/python
 [ -x "$PYTHON" ] || PYTHON=python3
-export PATH PYTHON TOP TEST_DIRECTORY MELPIPE_BIN
+# The oracles in tests/py read and write streams with the package's
+# melpipe.stream, taken from this checkout's python/, not installed.
+PYTHONPATH=$TOP/python${PYTHONPATH:+:$PYTHONPATH}
+export PATH PYTHON PYTHONPATH TOP TEST_DIRECTORY MELPIPE_BIN
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export LC_ALL=C

@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-from gpumel_rec import T_FEATURES, DTYPES, read_stream
+from gpumel_rec import T_FEATURES, DTYPES, meta_tuple, read_stream
 
 NP = {DTYPES["f32"]: "<f4", DTYPES["f16"]: "<f2", DTYPES["bf16"]: "<u2"}
 MEL_KEYS = ("n_fft", "win_length", "hop_length", "window", "center",
@@ -41,7 +41,7 @@ MEL_KEYS = ("n_fft", "win_length", "hop_length", "window", "center",
 
 def values(it):
     """A features record as float64 [dim0][dim1] (bf16 widened exactly)."""
-    a = np.frombuffer(it.payload, dtype=NP[it.dtype])
+    a = np.frombuffer(it.data, dtype=NP[it.dtype])
     if it.dtype == DTYPES["bf16"]:
         a = (a.astype(np.uint32) << 16).view(np.float32)
     return a.astype(np.float64).reshape(it.dim0, it.dim1)
@@ -60,7 +60,7 @@ def ulp(v, dtype):
 
 def samples(it):
     """An audio item's samples as float64, as gpumel reads them."""
-    raw = it.payload
+    raw = it.data
     if it.dtype == DTYPES["s16"]:
         return np.frombuffer(raw, "<i2").astype(np.float64) / 32768
     if it.dtype == DTYPES["f32"]:
@@ -177,11 +177,11 @@ def same_records(a_items, b_items, fails):
         return []
     pairs = []
     for i, (x, y) in enumerate(zip(a_items, b_items)):
-        if (x.type, x.meta_tuple(), x.dtype, x.dim0, x.dim1) != \
-                (y.type, y.meta_tuple(), y.dtype, y.dim0, y.dim1):
+        if (x.type, meta_tuple(x), x.dtype, x.dim0, x.dim1) != \
+                (y.type, meta_tuple(y), y.dtype, y.dim0, y.dim1):
             fails.add("record %d: type, metadata or shape differ" % i)
         elif x.type != T_FEATURES:
-            if x.payload != y.payload:
+            if x.data != y.data:
                 fails.add("record %d: skipped reasons differ" % i)
         else:
             pairs.append((i, x, y))
@@ -215,7 +215,7 @@ def close(args):
     if args.input:
         weak = Weak(hb)
         for it in read_stream(args.input)[1]:
-            inputs[it.meta_tuple()] = it
+            inputs[meta_tuple(it)] = it
     worst, n_vals, n_feat, n_weak = 0.0, 0, 0, 0
     for i, x, y in same_records(ia, ib, fails):
         a, b = values(x), values(y)
@@ -225,8 +225,8 @@ def close(args):
         err = np.where(both_inf, 0.0, np.abs(a - b))
         tol = tolerance(b, log, args.tol_db, x.dtype, weak is None)
         bad = np.isnan(a) | np.isnan(b) | (err > tol)
-        if weak is not None and x.meta_tuple() in inputs:
-            fl = weak.floor(inputs[x.meta_tuple()])
+        if weak is not None and meta_tuple(x) in inputs:
+            fl = weak.floor(inputs[meta_tuple(x)])
             la, lb = weak.linear(a), weak.linear(b)
             w = (la < fl) | (lb < fl)
             small = ((la <= np.maximum(10 * fl, 1.01 * lb)) &
@@ -271,8 +271,8 @@ def cast(args):
     if len(ia) != len(ib):
         fails.add("%d records against %d" % (len(ia), len(ib)))
     for i, (x, y) in enumerate(zip(ia, ib)):
-        if (x.type, x.meta_tuple(), x.dim0, x.dim1) != \
-                (y.type, y.meta_tuple(), y.dim0, y.dim1):
+        if (x.type, meta_tuple(x), x.dim0, x.dim1) != \
+                (y.type, meta_tuple(y), y.dim0, y.dim1):
             fails.add("record %d: type, metadata or shape differ" % i)
             continue
         if x.type != T_FEATURES:
@@ -280,8 +280,8 @@ def cast(args):
         if x.dtype != DTYPES["f32"] or y.dtype == DTYPES["f32"]:
             fails.add("record %d: want f32 and f16/bf16" % i)
             continue
-        want = round_bits(np.frombuffer(x.payload, dtype="<f4"), y.dtype)
-        got = np.frombuffer(y.payload, dtype="<u2")
+        want = round_bits(np.frombuffer(x.data, dtype="<f4"), y.dtype)
+        got = np.frombuffer(y.data, dtype="<u2")
         n_vals += got.size
         if want.size != got.size or (want != got).any():
             k = int(np.argmax(want != got)) if want.size == got.size else 0
@@ -301,8 +301,8 @@ def same(args):
     if len(ia) != len(ib):
         fails.add("%d records against %d" % (len(ia), len(ib)))
     for i, (x, y) in enumerate(zip(ia, ib)):
-        if (x.type, x.meta_tuple(), x.dtype, x.dim0, x.dim1, x.payload) != \
-                (y.type, y.meta_tuple(), y.dtype, y.dim0, y.dim1, y.payload):
+        if (x.type, meta_tuple(x), x.dtype, x.dim0, x.dim1, x.data) != \
+                (y.type, meta_tuple(y), y.dtype, y.dim0, y.dim1, y.data):
             fails.add("record %d differs" % i)
     if fails.n:
         print("cuda_cmp same: %d differences" % fails.n)

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 import torchaudio
 
-from gpumel_rec import T_AUDIO, T_FEATURES, DTYPES, read_stream
+from gpumel_rec import (T_AUDIO, T_FEATURES, DTYPES, meta_tuple,
+                        read_stream)
 
 
 def header(pairs):
@@ -37,7 +38,7 @@ def header(pairs):
 
 
 def samples(it):
-    raw = it.payload
+    raw = it.data
     if it.dtype == DTYPES["s16"]:
         return np.frombuffer(raw, "<i2").astype(np.float32) / 32768.0
     if it.dtype == DTYPES["f32"]:
@@ -49,7 +50,7 @@ def samples(it):
 
 
 def features(it):
-    raw = it.payload
+    raw = it.data
     if it.dtype == DTYPES["f32"]:
         a = np.frombuffer(raw, "<f4")
     elif it.dtype == DTYPES["f16"]:
@@ -92,14 +93,14 @@ def check(a):
     _, ins, _ = read_stream(a.input)
     pairs, outs, _ = read_stream(a.output)
     h = header(pairs)
-    audio = {it.meta_tuple(): it for it in ins if it.type == T_AUDIO}
+    audio = {meta_tuple(it): it for it in ins if it.type == T_AUDIO}
     feats = [it for it in outs if it.type == T_FEATURES]
     mel, todb = transforms(h, int(h["sample_rate"]))
     n_fft, center = int(h["n_fft"]), h["center"] == "1"
     bad = compared = skipped = short = 0
     worst = 0.0
     for i, y in enumerate(feats):
-        x = audio.get(y.meta_tuple())
+        x = audio.get(meta_tuple(y))
         if x is None:
             print("  features record %d has no audio record" % i)
             bad += 1

@@ -101,11 +101,8 @@ def main():
             kw["rate"] = a.rate * 2
         data = encode(x, dtype)
         if i in stereo:
+            kw["channels"] = 2
             data = np.repeat(data, 2)
-            s._item(2, key, data.tobytes(), dtype={"s16": 1, "f32": 2,
-                    "f16": 3, "bf16": 4}[dtype], dim0=n, dim1=2, **kw)
-            s.n_items += 1
-            continue
         s.audio(key, data, dtype, **kw)
     s.finish()
 

@@ -48,12 +48,7 @@ import sys
 
 import numpy as np
 
-import gpumel_rec
 import rec_stream as rs
-
-# The same CRC32C, eight bytes a step: the streams of pieces of a few
-# samples are many small records.
-rs.crc32c = gpumel_rec.crc32c
 
 DT = {1: "<i2", 2: "<f4", 3: "<f2", 4: "<u2"}
 NAMES = {1: "s16", 2: "f32", 3: "f16", 4: "bf16"}
@@ -376,7 +371,7 @@ def forge(a):
     bw = rs.Builder(pairs)
     n = a.pieces
     for it in items:
-        f = it.fields()
+        f = rs.fields(it)
         if it.type != rs.T_AUDIO:
             bo.item(it.type, it.data, **f)
             bw.item(it.type, it.data, **f)

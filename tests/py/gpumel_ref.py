@@ -38,7 +38,7 @@ import sys
 import numpy as np
 
 from gpumel_rec import (T_AUDIO, T_FEATURES, T_SKIPPED, DTYPES, DTYPE_NAMES,
-                        read_stream)
+                        meta_tuple, read_stream)
 
 
 # ---------------------------------------------------------------- reference
@@ -163,22 +163,22 @@ def samples(it):
     """An audio item's samples as float64, as gpumel reads them."""
     name = DTYPE_NAMES[it.dtype]
     if name == "s16":
-        return np.frombuffer(it.payload, "<i2").astype(np.float64) / 32768
+        return np.frombuffer(it.data, "<i2").astype(np.float64) / 32768
     if name == "f32":
-        return np.frombuffer(it.payload, "<f4").astype(np.float64)
+        return np.frombuffer(it.data, "<f4").astype(np.float64)
     if name == "f16":
-        return np.frombuffer(it.payload, "<f2").astype(np.float64)
-    bits = np.frombuffer(it.payload, "<u2").astype(np.uint32) << 16
+        return np.frombuffer(it.data, "<f2").astype(np.float64)
+    bits = np.frombuffer(it.data, "<u2").astype(np.uint32) << 16
     return bits.view(np.float32).astype(np.float64)
 
 
 def features(it):
     name = DTYPE_NAMES[it.dtype]
     if name == "bf16":
-        bits = np.frombuffer(it.payload, "<u2").astype(np.uint32) << 16
+        bits = np.frombuffer(it.data, "<u2").astype(np.uint32) << 16
         a = bits.view(np.float32)
     else:
-        a = np.frombuffer(it.payload, {"f32": "<f4", "f16": "<f2"}[name])
+        a = np.frombuffer(it.data, {"f32": "<f4", "f16": "<f2"}[name])
     return a.astype(np.float64).reshape(it.dim0, it.dim1)
 
 
@@ -314,7 +314,7 @@ def check_record(i, it, ot, p, fb, win, stats):
 
 
 def usable(it, p, rate):
-    return (it.dim1 == 1 and it.rate == rate and
+    return (it.dim1 == 1 and it.sample_rate == rate and
             n_frames(it.dim0, p) > 0 and
             np.all(np.isfinite(samples(it))))
 
@@ -338,16 +338,16 @@ def check(a):
     stats = {"max_err": 0.0, "max_err_librosa": 0.0, "features": 0,
              "skipped_here": 0, "skipped": 0, "weak": 0, "values": 0}
     for i, (it, ot) in enumerate(zip(items, outs)):
-        expect(ot.meta_tuple() == it.meta_tuple(),
+        expect(meta_tuple(ot) == meta_tuple(it),
                "record %d: metadata %r, want %r" %
-               (i, ot.meta_tuple(), it.meta_tuple()))
+               (i, meta_tuple(ot), meta_tuple(it)))
         if it.type == T_SKIPPED:
-            expect(ot.type == T_SKIPPED and ot.payload == it.payload,
+            expect(ot.type == T_SKIPPED and ot.data == it.data,
                    "record %d: skipped record not passed through" % i)
             stats["skipped"] += 1
         elif not usable(it, p, rate):
             expect(ot.type == T_SKIPPED and ot.dtype == 0 and
-                   ot.dim0 == 0 and ot.dim1 == 0 and len(ot.payload) > 0,
+                   ot.dim0 == 0 and ot.dim1 == 0 and len(ot.data) > 0,
                    "record %d: unusable record not turned into a skipped "
                    "record with a reason" % i)
             stats["skipped_here"] += 1
@@ -383,14 +383,14 @@ def cast_check(a):
     expect(len(r32) == len(r16), "record counts differ")
     n = 0
     for i, (x, y) in enumerate(zip(r32, r16)):
-        expect(x.meta_tuple() == y.meta_tuple() and x.type == y.type,
+        expect(meta_tuple(x) == meta_tuple(y) and x.type == y.type,
                "record %d differs in metadata" % i)
         if x.type != T_FEATURES:
             continue
         expect(x.dtype == DTYPES["f32"], "first stream is not f32")
         name = DTYPE_NAMES[y.dtype]
-        want = round_to(np.frombuffer(x.payload, "<f4"), name)
-        got = np.frombuffer(y.payload, "<u2")
+        want = round_to(np.frombuffer(x.data, "<f4"), name)
+        got = np.frombuffer(y.data, "<u2")
         expect(np.array_equal(want, got), "record %d: %s is not the f32 "
                "output rounded (%d of %d differ)" %
                (i, name, int(np.sum(want != got)), len(want)))
@@ -406,10 +406,10 @@ def compare_streams(a):
     expect(len(ra) == len(rb), "record counts differ")
     worst = 0.0
     for i, (x, y) in enumerate(zip(ra, rb)):
-        expect(x.meta_tuple() == y.meta_tuple() and x.type == y.type,
+        expect(meta_tuple(x) == meta_tuple(y) and x.type == y.type,
                "record %d differs in metadata" % i)
         if x.type != T_FEATURES:
-            expect(x.payload == y.payload, "record %d: reasons differ" % i)
+            expect(x.data == y.data, "record %d: reasons differ" % i)
             continue
         expect((x.dim0, x.dim1) == (y.dim0, y.dim1),
                "record %d differs in shape" % i)

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""h5pack_mkrec.py - write and read melpipe record streams in Python.
+"""h5pack_mkrec.py - write and read melpipe record streams as dicts, for
+the tests of segment and h5pack, with the package's melpipe.stream
+(rec_stream.py): independent of lib/rec_*.c, so that the tests make their
+input and check their output without trusting the C library the programs
+are built on.
 
-An implementation of formats/record.md made from the spec alone, independent
-of lib/rec_*.c, so the tests of segment and h5pack make their input and check
-their output without trusting the C library they are built on.
-
-As a module: crc32c(), write_stream(), read_stream(), to_f32() and the
-record/item helpers. As a program it writes a synthetic stream to stdout:
+As a module: write_stream(), read_stream(), expand_windows(), values(),
+to_f32() and the item helpers. As a program it writes a synthetic stream
+to stdout:
 
     h5pack_mkrec.py --kind features --dtype f16 --clips 20 --shape 32,1 \
         --rows 1:5 --splits hash --skip 3,7 --seed 1 > feats.rec
@@ -14,206 +15,79 @@ record/item helpers. As a program it writes a synthetic stream to stdout:
 Run it with --help for every option.
 """
 import argparse
+import os
 import random
-import struct
 import sys
 
 import numpy as np
 
-MAGIC = b"MELP"
-VERSION = 1
-T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER = 1, 2, 3, 4, 5
-T_WINDOWS = 6  # format version 2: samples once, windows described
-WIN_PAD = 1
-DTYPES = {"s16": 1, "f32": 2, "f16": 3, "bf16": 4}
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-SPLITS = ["none", "training", "validation", "testing"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rec_stream as rs  # noqa: E402
+
+T_HEADER, T_AUDIO, T_FEATURES = rs.T_HEADER, rs.T_AUDIO, rs.T_FEATURES
+T_SKIPPED, T_TRAILER, T_WINDOWS = rs.T_SKIPPED, rs.T_TRAILER, rs.T_WINDOWS
+WIN_PAD = rs.WIN_PAD
+DTYPES = dict(rs.DTYPE_IDS)                       # name: id
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}   # id: name
+SPLITS = list(rs.SPLITS)
 NP_DTYPE = {1: "<i2", 2: "<f4", 3: "<f2", 4: "<u2"}  # bf16 kept as bits
+ITEM_FIELDS = ("type", "clip", "offset", "clip_samples", "segment", "label",
+               "sample_rate", "split", "dtype", "key_len", "dim0", "dim1",
+               "key", "data")
 
 
-def _crc_tables():
-    """Slicing-by-8 tables of the reflected Castagnoli polynomial."""
-    t0 = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t0.append(c)
-    tables = [t0]
-    for _ in range(7):
-        prev = tables[-1]
-        tables.append([(prev[n] >> 8) ^ t0[prev[n] & 0xFF]
-                       for n in range(256)])
-    return tables
+def as_dict(it):
+    """A melpipe.stream Item as the dict the tests of segment and h5pack
+    handle: its fields and data, the window fields in windows records
+    only."""
+    d = {f: getattr(it, f) for f in ITEM_FIELDS}
+    if it.type == T_WINDOWS:
+        d.update((f, getattr(it, f)) for f in rs.WINDOW_FIELDS)
+    return d
 
 
-_T = _crc_tables()
-
-
-def crc32c(data, crc=0):
-    """CRC32C of data, continuing from crc (a finished value, 0 to start)."""
-    t0, t1, t2, t3, t4, t5, t6, t7 = _T
-    crc ^= 0xFFFFFFFF
-    mv = memoryview(bytes(data))
-    n8 = len(mv) // 8 * 8
-    for (q,) in struct.iter_unpack("<Q", mv[:n8]):
-        x = crc ^ (q & 0xFFFFFFFF)
-        hi = q >> 32
-        crc = (t7[x & 0xFF] ^ t6[(x >> 8) & 0xFF] ^ t5[(x >> 16) & 0xFF] ^
-               t4[x >> 24] ^ t3[hi & 0xFF] ^ t2[(hi >> 8) & 0xFF] ^
-               t1[(hi >> 16) & 0xFF] ^ t0[hi >> 24])
-    for b in mv[n8:]:
-        crc = t0[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def record(rtype, meta, payload=b""):
-    """One record: the 24-byte header with its crc, metadata, payload."""
-    hdr = MAGIC + struct.pack("<BBBBIII", rtype, 0, VERSION, 0, len(meta),
-                              len(payload), len(payload))
-    crc = crc32c(hdr + b"\0\0\0\0" + meta + payload)
-    return hdr + struct.pack("<I", crc) + meta + payload, crc
-
-
-def header_meta(pairs):
-    out = b""
-    for k, v in pairs:
-        out += _b(k) + b"\0" + _b(v) + b"\0"
-    return out
-
-
-def _b(s):
-    return s if isinstance(s, bytes) else str(s).encode()
-
-
-def item_meta(it):
-    key = _b(it["key"])
-    return struct.pack("<QQQIiIBBHII", it["clip"], it.get("offset", 0),
-                       it.get("clip_samples", 0), it.get("segment", 0),
-                       it.get("label", -1), it.get("sample_rate", 0),
-                       it.get("split", 0), it.get("dtype", 0), len(key),
-                       it.get("dim0", 0), it.get("dim1", 0)) + key
+def as_item(d):
+    """The melpipe.stream Item of such a dict (missing fields 0, label
+    -1; keys that are no field of a record left out)."""
+    names = set(ITEM_FIELDS + rs.WINDOW_FIELDS) - {"type", "data", "key_len"}
+    return rs.Item(d["type"], d.get("data", b""),
+                   **{k: v for k, v in d.items() if k in names})
 
 
 def write_stream(f, pairs, items, trailer=True):
     """Writes a header with pairs [(key, value)], the items (dicts with the
     fields of formats/record.md; 'data' bytes) and, unless told not to, the
-    trailer."""
-    rec, crc = record(T_HEADER, header_meta(pairs))
-    f.write(rec)
-    crcs = [crc]
-    n_items = n_skipped = 0
-    for it in items:
-        rec, crc = record(it["type"], item_meta(it), it.get("data", b""))
-        f.write(rec)
-        crcs.append(crc)
-        if it["type"] == T_SKIPPED:
-            n_skipped += 1
-        else:
-            n_items += 1
+    trailer, with melpipe.stream.Writer (which refuses a record that
+    breaks a rule)."""
+    w = rs.Writer(f, pairs)
+    for d in items:
+        w.write(as_item(d))
     if trailer:
-        check = crc32c(b"".join(struct.pack("<I", c) for c in crcs))
-        meta = struct.pack("<QQQII", n_items + n_skipped, n_items,
-                           n_skipped, check, 0)
-        f.write(record(T_TRAILER, meta)[0])
-
-
-class StreamError(Exception):
-    pass
+        w.close()
 
 
 def read_stream(data):
-    """Parses and verifies a whole stream (bytes). Returns (pairs, items,
-    trailer) where pairs is [(key bytes, value bytes)], items a list of
-    dicts (data as bytes) and trailer a dict. Raises StreamError."""
-    pos, crcs, pairs, items, trailer = 0, [], None, [], None
-    while pos < len(data):
-        if trailer is not None:
-            raise StreamError("bytes after the trailer at %d" % pos)
-        if len(data) - pos < 24:
-            raise StreamError("truncated record header at %d" % pos)
-        (magic, rtype, flags, ver, _res, mlen, dlen,
-         rlen, crc) = struct.unpack_from("<4sBBBBIIII", data, pos)
-        if magic != MAGIC or ver not in (1, 2) or flags != 0 or \
-                dlen != rlen or (rtype == T_WINDOWS and ver != 2):
-            raise StreamError("bad record header at %d" % pos)
-        end = pos + 24 + mlen + dlen
-        if end > len(data):
-            raise StreamError("truncated record at %d" % pos)
-        body = bytearray(data[pos:end])
-        body[20:24] = b"\0\0\0\0"
-        if crc32c(body) != crc:
-            raise StreamError("crc mismatch at %d" % pos)
-        meta = data[pos + 24:pos + 24 + mlen]
-        payload = data[pos + 24 + mlen:end]
-        if rtype == T_HEADER:
-            if pairs is not None:
-                raise StreamError("second header at %d" % pos)
-            parts = meta.split(b"\0")
-            if parts[-1] != b"" or len(parts) % 2 != 1:
-                raise StreamError("bad header pairs")
-            pairs = list(zip(parts[0:-1:2], parts[1:-1:2]))
-        elif pairs is None:
-            raise StreamError("no header first")
-        elif rtype in (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS):
-            items.append(parse_item(rtype, meta, payload))
-        elif rtype == T_TRAILER:
-            n, ni, ns, check, _r = struct.unpack("<QQQII", meta)
-            want = crc32c(b"".join(struct.pack("<I", c) for c in crcs))
-            nsk = sum(1 for it in items if it["type"] == T_SKIPPED)
-            if (n, ni, ns, check) != (len(items), len(items) - nsk, nsk,
-                                      want):
-                raise StreamError("trailer disagrees with the stream")
-            trailer = {"n_records": n, "n_items": ni, "n_skipped": ns}
-        else:
-            raise StreamError("unknown record type %d" % rtype)
-        crcs.append(crc)
-        pos = end
-    if trailer is None:
-        raise StreamError("no trailer: truncated stream")
-    return pairs, items, trailer
-
-
-def parse_item(rtype, meta, payload):
-    f = struct.unpack_from("<QQQIiIBBHII", meta)
-    keys = ("clip", "offset", "clip_samples", "segment", "label",
-            "sample_rate", "split", "dtype", "key_len", "dim0", "dim1")
-    it = dict(zip(keys, f))
-    it["type"] = rtype
-    it["key"] = bytes(meta[48:48 + it["key_len"]])
-    it["data"] = bytes(payload)
-    extra = 16 if rtype == T_WINDOWS else 0
-    if len(meta) != 48 + it["key_len"] + extra:
-        raise StreamError("meta_len != 48 + key_len%s" %
-                          (" + 16" if extra else ""))
-    if rtype == T_WINDOWS:
-        (it["win_len"], it["win_hop"], it["n_windows"],
-         it["win_flags"]) = struct.unpack_from("<IIII", meta,
-                                               48 + it["key_len"])
-    return it
+    """Reads and checks a whole stream (bytes) with melpipe.stream.
+    Returns (pairs, items, trailer) where pairs is [(key bytes, value
+    bytes)], items a list of dicts (as_dict) and trailer a dict. Raises
+    rs.RecError."""
+    pairs, items, trailer = rs.read_stream(data)
+    return ([(k.encode(), v) for k, v in pairs],
+            [as_dict(it) for it in items], trailer)
 
 
 def expand_windows(items):
-    """The items with every windows record replaced by the audio records
-    of its windows (formats/record.md: window i is win_len frames from
-    frame i * win_hop, zero-padded past the payload)."""
+    """The items (dicts) with every windows record replaced by the audio
+    records of its windows (melpipe.stream.expand), each with the keys
+    of the windows record that are no field of a record."""
     out = []
-    for it in items:
-        if it["type"] != T_WINDOWS:
-            out.append(it)
+    for d in items:
+        if d["type"] != T_WINDOWS:
+            out.append(d)
             continue
-        frame = len(it["data"]) // it["dim0"]
-        for i in range(it["n_windows"]):
-            s = i * it["win_hop"]
-            data = it["data"][s * frame:(s + it["win_len"]) * frame]
-            data += bytes(it["win_len"] * frame - len(data))
-            w = {k: v for k, v in it.items()
-                 if k not in ("win_len", "win_hop", "n_windows",
-                              "win_flags")}
-            w.update(type=T_AUDIO, offset=it["offset"] + s,
-                     segment=it["segment"] + i, dim0=it["win_len"],
-                     data=data)
-            out.append(w)
+        extra = {k: v for k, v in d.items()
+                 if k not in ITEM_FIELDS + rs.WINDOW_FIELDS}
+        out += [dict(extra, **as_dict(w)) for w in rs.expand([as_item(d)])]
     return out
 
 
@@ -238,8 +112,10 @@ def bf16_bits(x):
 
 
 def header_get(pairs, key):
+    """The first value of key (str or bytes) in pairs, or None."""
+    key = key if isinstance(key, bytes) else key.encode()
     for k, v in pairs:
-        if k == _b(key):
+        if k == key:
             return v
     return None
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""rec_check - read a record stream with the Python implementation
+"""rec_check - read a record stream with the package's melpipe.stream
 (rec_stream.py) and print it the way recdump does, so that a test can
 compare the two readers' views of the same bytes field by field.
 
     rec_check.py [--stats] [--summary] [--max-record N] [FILE]
 
-On a bad stream prints "rec_check: NAME: record N at byte B: CODE: reason"
+On a bad stream prints "rec_check: NAME: record N at byte B: reason"
 on stderr and exits 1.
 """
 

@@ -32,6 +32,7 @@ stream on stdin, applies one change and writes the result to stdout.
                                           none), as lib/rec_write.c does
 """
 
+import io
 import struct
 import sys
 
@@ -43,11 +44,10 @@ FIELDS = {"type": (4, "<B"), "flags": (5, "<B"), "version": (6, "<B"),
 
 
 def records(data):
-    spans = rs.record_spans(data)
-    end = spans[-1][0] + spans[-1][1] if spans else 0
-    if end != len(data):
-        sys.exit("rec_forge: input is not a well-framed stream")
-    return [bytearray(data[o:o + n]) for o, n, _ in spans]
+    try:
+        return [bytearray(r) for r in rs.split_records(data)]
+    except rs.RecError as e:
+        sys.exit("rec_forge: input is not a well-framed stream: %s" % e)
 
 
 def fix_crc(rec):
@@ -64,10 +64,11 @@ def fix_trailer(recs):
 
 def recompress(data, level):
     pairs, items, _ = rs.read_stream(data)
-    b = rs.Builder(pairs)
-    for it in items:
-        b.item(it.type, it.data, zstd_level=level, **it.fields())
-    return b.bytes()
+    out = io.BytesIO()
+    with rs.Writer(out, pairs, zstd_level=level) as w:
+        for it in items:
+            w.write(it)
+    return out.getvalue()
 
 
 def main(argv):

@@ -63,7 +63,7 @@ def strip(pairs, keys):
 def same_item(a, b):
     if a.type != b.type:
         return "type %d, whole %d" % (a.type, b.type)
-    fa, fb = a.fields(), b.fields()
+    fa, fb = rs.fields(a), rs.fields(b)
     for k in fa:
         if fa[k] != fb[k]:
             return "%s %r, whole %r" % (k, fa[k], fb[k])

@@ -46,14 +46,10 @@ def cut_short(items, clip):
         if it.clip == clip and it.flags & rs.F_MORE and not cutting:
             cutting = True
             kept = it.offset + it.dim0
-            sk = rs.Item()
-            for name in rs.Item.__slots__:
-                setattr(sk, name, getattr(it, name, None))
-            sk.type, sk.flags, sk.dtype = rs.T_SKIPPED, 0, 0
-            sk.dim0 = sk.dim1 = 0
-            sk.offset = sk.clip_samples = kept
-            sk.data = b"decoding failed after %d samples kept" % kept
-            out.append(sk)
+            out.append(it.copy(
+                type=rs.T_SKIPPED, flags=0, dtype=0, dim0=0, dim1=0,
+                offset=kept, clip_samples=kept,
+                data=b"decoding failed after %d samples kept" % kept))
     if not cutting:
         sys.exit("clip %d has no piece flagged more" % clip)
     return out
@@ -82,7 +78,7 @@ def main():
         items = cut_short(items, a.cut_short)
     b = rs.Builder(pairs)
     for it in items:
-        b.item(it.type, bytes(it.data), **it.fields())
+        b.item(it.type, bytes(it.data), **rs.fields(it))
     with open(a.out, "wb") as f:
         f.write(b.bytes(trailer=not a.no_trailer))
 

@@ -46,19 +46,6 @@ import rec_stream as rs  # noqa: E402
 import segment_check as sc  # noqa: E402
 import h5pack_mkrec as mk  # noqa: E402
 
-ITEM_FIELDS = ("type", "clip", "offset", "clip_samples", "segment", "label",
-               "sample_rate", "split", "dtype", "key_len", "dim0", "dim1",
-               "key", "data")
-
-
-def as_dict(it):
-    """A rec_stream Item as the dicts segment_check.py cuts."""
-    d = {f: getattr(it, f) for f in ITEM_FIELDS}
-    if it.type == rs.T_WINDOWS:
-        d.update(win_len=it.win_len, win_hop=it.win_hop,
-                 n_windows=it.n_windows, win_flags=it.win_flags)
-    return d
-
 
 def read(path):
     pairs, items, _ = rs.read_stream(open(path, "rb").read())
@@ -106,7 +93,7 @@ def check_lengths(out, lengths):
 def compare(got, want, lengths):
     """got (OUT's items, expanded) against want (dicts, expanded); the
     clip_samples of clips in pieces were checked by check_lengths()."""
-    got = mk.expand_windows([as_dict(it) for it in got])
+    got = mk.expand_windows([mk.as_dict(it) for it in got])
     if len(got) != len(want):
         return "%d windows and records, want %d" % (len(got), len(want))
     for i, (g, w) in enumerate(zip(got, want)):
@@ -131,7 +118,7 @@ def same(a):
     lengths = {it.clip: (it.clip_samples, {0} if a.unknown_length else ())
                for it in items if it.type == rs.T_AUDIO and
                it.dim0 > a.pieces}
-    want = mk.expand_windows([as_dict(it) for it in whole])
+    want = mk.expand_windows([mk.as_dict(it) for it in whole])
     return check_lengths(pieced, lengths) or \
         compare(pieced, want, lengths), len(want)
 
@@ -153,7 +140,7 @@ def reference_input(items):
     joined = rs.join(items)
     out = []
     for i, it in enumerate(joined):
-        d = as_dict(it)
+        d = mk.as_dict(it)
         if it.cut_short:
             d.update(cut_short=True, clip_samples=joined[i + 1].clip_samples)
         if i and joined[i - 1].cut_short:
@@ -214,7 +201,7 @@ def cut_short(a):
     cuts = dict(a.cut)
     b = rs.Builder(pairs)
     for it in items:
-        f = it.fields()
+        f = rs.fields(it)
         n = it.dim0
         if it.type != rs.T_AUDIO or it.flags or \
                 (n <= a.pieces and it.clip not in cuts):

@@ -109,7 +109,7 @@ def check_same(whole_path, pieced_path, n):
             sys.exit(where + "clip %d of the whole stream in pieces" % c)
         w = w[0]
         if w.type == rs.T_SKIPPED or w.dim0 <= n:
-            if len(p) != 1 or p[0].fields() != w.fields() or \
+            if len(p) != 1 or rs.fields(p[0]) != rs.fields(w) or \
                     p[0].data != w.data or p[0].type != w.type:
                 sys.exit(where + "clip %d is not the same record" % c)
             continue
@@ -208,8 +208,8 @@ def cmd_records(a):
     for path in (a.a, a.b):
         with open(path, "rb") as f:
             data = f.read()
-        spans.append([data[o:o + n] for o, n, t in rs.record_spans(data)
-                      if t not in (rs.T_HEADER, rs.T_TRAILER)])
+        spans.append([r for r in rs.split_records(data)
+                      if r[4] not in (rs.T_HEADER, rs.T_TRAILER)])
     if spans[0] != spans[1]:
         n = next((i for i, (x, y) in enumerate(zip(*spans)) if x != y),
                  min(map(len, spans)))
@@ -237,13 +237,6 @@ def cmd_gen(a):
             f.write(gen_s16(start, min(step, n - start), a.amp).tobytes())
 
 
-def read_exact(f, size):
-    b = f.read(size)
-    if len(b) != size:
-        sys.exit("scan: the stream ends inside a record")
-    return b
-
-
 def cmd_scan(a):
     f = sys.stdin.buffer if a.stream == "-" else open(a.stream, "rb")
     cur = None   # [clip, key, samples, pieces, sha]
@@ -253,47 +246,37 @@ def cmd_scan(a):
         if cur is not None:
             out.append("%d %s %d %d %s" % (cur[0], cur[1].decode(), cur[2],
                                            cur[3], cur[4].hexdigest()))
-    while True:
-        head = read_exact(f, rs.HDR_SIZE)
-        if head[:4] != rs.MAGIC:
-            sys.exit("scan: bad magic")
-        rtype, flags, _, _, mlen, dlen, rlen, _ = struct.unpack_from(
-            "<BBBBIIII", head, 4)
-        if flags & rs.F_ZSTD:
-            sys.exit("scan: compressed payloads are not scanned")
-        meta = read_exact(f, mlen)
-        data = read_exact(f, dlen)
-        if rtype == rs.T_TRAILER:
-            break
-        if rtype == rs.T_HEADER:
-            continue
-        (clip, offset, _, _, _, _, _, dtype, klen, dim0,
-         _) = struct.unpack_from("<QQQIiIBBHII", meta)
-        key = meta[rs.ITEM_META:rs.ITEM_META + klen]
-        if cur is None or cur[0] != clip:
-            close()
-            cur = [clip, key, 0, 0, hashlib.sha256()]
-        if rtype == rs.T_SKIPPED:
-            continue
-        if offset != cur[2]:
-            sys.exit("scan: clip %d: a record at %d after %d samples"
-                     % (clip, offset, cur[2]))
-        if a.gen_s16 is not None:
-            if dtype != 1:
-                sys.exit("scan: --gen-s16 needs s16 samples")
-            x = np.frombuffer(data, NP_DTYPES[1])
-            bad = np.flatnonzero(x != gen_s16(offset, dim0, a.gen_s16))
-            if bad.size:
-                sys.exit("scan: clip %d sample %d is %d, not %d"
-                         % (clip, offset + bad[0], x[bad[0]],
-                            gen_s16(offset + bad[0], 1, a.gen_s16)[0]))
-        cur[2] += dim0
-        cur[3] += 1 if flags & rs.PIECE else 0
-        cur[4].update(data)
+    try:
+        # a record at a time (melpipe.stream.Reader): flat memory
+        for it in rs.Reader(f):
+            if cur is None or cur[0] != it.clip:
+                close()
+                cur = [it.clip, it.key, 0, 0, hashlib.sha256()]
+            if it.type == rs.T_SKIPPED:
+                continue
+            if it.offset != cur[2]:
+                sys.exit("scan: clip %d: a record at %d after %d samples"
+                         % (it.clip, it.offset, cur[2]))
+            if a.gen_s16 is not None:
+                check_gen_s16(it, a.gen_s16)
+            cur[2] += it.dim0
+            cur[3] += 1 if it.flags else 0
+            cur[4].update(it.data)
+    except rs.RecError as e:
+        sys.exit("scan: %s" % e)
     close()
-    if f.read(1):
-        sys.exit("scan: data after the trailer")
     print("\n".join(out))
+
+
+def check_gen_s16(it, seed):
+    if it.dtype != 1:
+        sys.exit("scan: --gen-s16 needs s16 samples")
+    x = np.frombuffer(it.data, NP_DTYPES[1])
+    bad = np.flatnonzero(x != gen_s16(it.offset, it.dim0, seed))
+    if bad.size:
+        sys.exit("scan: clip %d sample %d is %d, not %d"
+                 % (it.clip, it.offset + bad[0], x[bad[0]],
+                    gen_s16(it.offset + bad[0], 1, seed)[0]))
 
 
 def main():

@@ -28,8 +28,7 @@ def load(path):
     with open(path, "rb") as f:
         data = f.read()
     pairs, items, trailer = rs.read_stream(data)
-    spans = rs.record_spans(data)
-    raw = [data[o:o + n] for o, n, _ in spans[1:-1]]
+    raw = list(rs.split_records(data))[1:-1]
     if len(raw) != len(items):
         sys.exit("%s: %d records framed, %d read" % (path, len(raw),
                                                      len(items)))

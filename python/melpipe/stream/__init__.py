@@ -11,20 +11,30 @@ stand for, and items in pieces joined.
             print(it.clip, it.segment, it.array().shape)
 
     python -m melpipe.stream dump FILE   # print and check a stream
+
+Making streams that break a rule on purpose (a reader's tests): record()
+writes one record with any header field forced, Writer(check=False)
+writes records without checking them, split_records() cuts a stream
+into its records by the framing alone, and trailer_fields() gives the
+trailer that matches a run of records.
 """
 from ._crc import crc32c
-from ._format import (DTYPE_IDS, DTYPES, F_CONT, F_MORE, F_ZSTD, MAGIC,
-                      SPLITS, T_AUDIO, T_FEATURES, T_HEADER, T_SKIPPED,
-                      T_TRAILER, T_WINDOWS, TYPE_NAMES, VERSION, WIN_PAD,
-                      type_version)
+from ._format import (DEFAULT_MAX_DATA, DTYPE_IDS, DTYPES, F_CONT, F_MORE,
+                      F_ZSTD, HDR_SIZE, ITEM_META, MAGIC, MAX_META,
+                      MAX_SEGMENT, PIECE, SPLITS, T_AUDIO, T_FEATURES,
+                      T_HEADER, T_SKIPPED, T_TRAILER, T_WINDOWS, TYPE_NAMES,
+                      VERSION, WIN_PAD, type_version, zstd)
 from ._rules import Item
 from .items import expand, join, window
-from .reader import Reader, StreamError, read_stream
-from .writer import Writer, header_meta, record, trailer_meta
+from .reader import Reader, StreamError, read_stream, split_records
+from .writer import (Writer, header_meta, record, trailer_fields,
+                     trailer_meta)
 
-__all__ = ["Reader", "StreamError", "read_stream", "Writer", "Item",
-           "record", "header_meta", "trailer_meta", "expand", "join",
-           "window", "crc32c", "type_version", "MAGIC", "VERSION", "DTYPES",
+__all__ = ["Reader", "StreamError", "read_stream", "split_records",
+           "Writer", "Item", "record", "header_meta", "trailer_meta",
+           "trailer_fields", "expand", "join", "window", "crc32c", "zstd",
+           "type_version", "MAGIC", "VERSION", "HDR_SIZE", "ITEM_META",
+           "MAX_META", "MAX_SEGMENT", "DEFAULT_MAX_DATA", "DTYPES",
            "DTYPE_IDS", "SPLITS", "TYPE_NAMES", "T_HEADER", "T_AUDIO",
            "T_FEATURES", "T_SKIPPED", "T_TRAILER", "T_WINDOWS", "F_ZSTD",
-           "F_MORE", "F_CONT", "WIN_PAD"]
+           "F_MORE", "F_CONT", "PIECE", "WIN_PAD"]

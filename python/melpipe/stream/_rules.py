@@ -55,6 +55,12 @@ class Item:
             return self.segment + self.n_windows - 1
         return self.segment
 
+    def windows_problem(self):
+        """Why the window fields of a windows record do not fit its dim0
+        sample frames (formats/record.md, Windows record), or None; the
+        checks a reader makes, in its order."""
+        return windows_problem(self)
+
     def array(self):
         """The payload as a numpy array: [n_mels, n_frames] for features,
         [frames, channels] for audio and windows records; bf16 widened

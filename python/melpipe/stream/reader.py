@@ -71,14 +71,7 @@ class Reader:
         raise StreamError(code, self.nrec, self.pos, reason)
 
     def _read(self, n):
-        parts, got = [], 0
-        while got < n:
-            b = self.f.read(n - got)
-            if not b:
-                break
-            parts.append(b)
-            got += len(b)
-        return b"".join(parts)
+        return _read_full(self.f, n)
 
     def _bad_magic(self, head):
         self.fail("MAGIC", "bad magic %s (not a record stream, or framing "
@@ -246,6 +239,55 @@ class Reader:
             self.fail("TRAILING", "data after the trailer%s"
                       % (" (another stream follows: streams run together "
                          "are not merged)" if rest == MAGIC else ""))
+
+
+def _read_full(f, n):
+    """n bytes of f, fewer only at its end (a pipe may give less a read),
+    read in steps of at most 1 MiB so that a length forged huge costs no
+    more memory than the input holds."""
+    parts, got = [], 0
+    while got < n:
+        b = f.read(min(n - got, 1 << 20))
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
+
+
+def split_records(src):
+    """Each record of src (bytes, or a binary file object read to its
+    end) as its bytes, cut by the framing alone: the magic, meta_len and
+    data_len of each record header; nothing else is checked (no CRC, no
+    rules), so that a tool can copy, drop, reorder or patch the records
+    of a stream, broken ones included. Raises StreamError (MAGIC or TRUNC,
+    naming the record and byte) where the framing itself breaks: bytes
+    that are not a record header, or an input that ends inside a
+    record."""
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        src = io.BytesIO(bytes(src))
+    nrec = pos = 0
+    while True:
+        head = _read_full(src, HDR_SIZE)
+        if not head:
+            return
+        if head[:4] != MAGIC[:len(head)]:
+            raise StreamError("MAGIC", nrec, pos, "bad magic %s" % " ".join(
+                "%02x" % c for c in head[:4]))
+        if len(head) < HDR_SIZE:
+            raise StreamError("TRUNC", nrec, pos, "input ended inside a "
+                              "record header (%d of %d bytes)"
+                              % (len(head), HDR_SIZE))
+        mlen, dlen = struct.unpack_from("<II", head, 8)
+        body = _read_full(src, mlen + dlen)
+        if len(body) < mlen + dlen:
+            raise StreamError("TRUNC", nrec, pos, "input ended inside the "
+                              "record (%d of %d bytes)"
+                              % (HDR_SIZE + len(body),
+                                 HDR_SIZE + mlen + dlen))
+        yield head + body
+        nrec += 1
+        pos += HDR_SIZE + mlen + dlen
 
 
 def read_stream(src, max_data=DEFAULT_MAX_DATA):

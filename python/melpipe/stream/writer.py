@@ -1,12 +1,12 @@
 """Writing a record stream: records byte by byte (any field may be forced
-wrong, to make broken streams on purpose), and a Writer that checks each
-record it writes with the reader's rules and ends the stream with its
-trailer."""
+wrong, to make broken streams on purpose), the trailer that matches a run
+of records, and a Writer that checks each record it writes with the
+reader's rules and ends the stream with its trailer."""
 import struct
 
 from ._crc import crc32c
-from ._format import (DEFAULT_MAX_DATA, F_ZSTD, MAGIC, PIECE, T_HEADER,
-                      T_SKIPPED, T_TRAILER, type_version, zstd)
+from ._format import (DATA_TYPES, DEFAULT_MAX_DATA, F_ZSTD, MAGIC, PIECE,
+                      T_HEADER, T_SKIPPED, T_TRAILER, type_version, zstd)
 from ._rules import Item, StreamState, item_problem
 
 
@@ -21,6 +21,24 @@ def header_meta(pairs):
 def trailer_meta(n_records, n_items, n_skipped, checksum, reserved=0):
     return struct.pack("<QQQII", n_records, n_items, n_skipped, checksum,
                        reserved)
+
+
+def trailer_fields(records):
+    """The trailer's fields (n_records, n_items, n_skipped, checksum, as
+    keyword arguments of trailer_meta) that match records: the bytes of
+    each record before the trailer, header included, in stream order
+    (each record's first 24 bytes are enough: its type and crc). Records
+    of a type that is not a data record (a header, or a forged type)
+    count in the checksum only."""
+    counts = dict(n_records=0, n_items=0, n_skipped=0)
+    csum = 0
+    for rec in records:
+        rtype = rec[4]
+        if rtype in DATA_TYPES:
+            counts["n_records"] += 1
+            counts["n_skipped" if rtype == T_SKIPPED else "n_items"] += 1
+        csum = crc32c(bytes(rec[20:24]), csum)
+    return dict(counts, checksum=csum)
 
 
 def record(rtype, meta=b"", data=b"", flags=0, raw_len=None, version=None,
@@ -52,7 +70,11 @@ class Writer:
     at the end of a with block that raised nothing). A record that breaks
     a rule (formats/record.md) raises ValueError and is not written.
     zstd_level > 0 compresses payloads where that makes them smaller, as
-    melpipe's programs do.
+    melpipe's programs do. check=False writes every record as given,
+    checking none of the rules (but the payload cap), and ends the stream
+    with the trailer that counts them: a way to make streams that break
+    the rules on purpose (a reader's or a stage's tests). A stream cut
+    short is one whose Writer is never closed.
 
         with Writer(f, [("kind", "features"), ("dtype", "f32")]) as w:
             w.item(T_FEATURES, x.astype("<f4").tobytes(), clip=0,
@@ -60,10 +82,11 @@ class Writer:
     """
 
     def __init__(self, f, pairs=(), zstd_level=0,
-                 max_data=DEFAULT_MAX_DATA):
+                 max_data=DEFAULT_MAX_DATA, check=True):
         self.f = f
         self.level = zstd_level
         self.max_data = max_data
+        self.check = check
         self.state = StreamState()
         self.closed = False
         self._put(record(T_HEADER, header_meta(pairs)))
@@ -88,10 +111,11 @@ class Writer:
             raise ValueError("payload of %d bytes over the cap of %d"
                              % (len(data), self.max_data))
         it = it.copy(key=bytes(it.key), key_len=len(it.key))
-        why = item_problem(it, len(data))
-        bad = ("FORMAT", why) if why else self.state.order_problem(it)
-        if bad:
-            raise ValueError(bad[1])
+        if self.check:
+            why = item_problem(it, len(data))
+            bad = ("FORMAT", why) if why else self.state.order_problem(it)
+            if bad:
+                raise ValueError(bad[1])
         flags, stored = it.flags & PIECE, data
         if self.level and data:
             z = zstd().compress(data, self.level)
@@ -102,10 +126,11 @@ class Writer:
                          raw_len=len(data)))
 
     def close(self):
-        """Writes the trailer (refused while an item's pieces go on)."""
+        """Writes the trailer (refused while an item's pieces go on,
+        unless check is off)."""
         if self.closed:
             return
-        why = self.state.end_problem()
+        why = self.state.end_problem() if self.check else None
         if why:
             raise ValueError(why)
         n, items, skipped = self.state.counts
