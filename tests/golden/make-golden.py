@@ -3,9 +3,10 @@
 
 Run once (the files are committed): python3 tests/golden/make-golden.py
 
-The streams are built by tests/py/rec_stream.py, a Python implementation
-of formats/record.md written from the spec and independent of lib/rec's
-reader and writer (lib/rec_*.c). good-*.rec are valid; every reader must
+The streams are built by tests/py/rec_stream.py on the package's
+melpipe.stream (python/melpipe/stream), a Python implementation of
+formats/record.md independent of lib/rec's reader and writer
+(lib/rec_*.c). good-*.rec are valid; every reader must
 accept them. bad-*.rec each break one rule; every reader must refuse them.
 README lists each file; for a bad one, the record and byte at fault (found
 by the Python reader, which this script checks against what each file was
