@@ -32,6 +32,14 @@ test_expect_success 'bad command lines exit 2 with a pointer to --help' '
 	test_grep "for --max-record" usage.err
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/recdump" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^recdump: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/recdump" -n </dev/null 2>err &&
+	test_grep "^recdump: option requires an argument -- .n.$" err
+'
+
 test_expect_success 'an option without its argument or unknown: one message' '
 	test_single_usage_error recdump -n </dev/null &&
 	test_grep "requires an argument -- .n." usage.err &&

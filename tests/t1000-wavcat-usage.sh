@@ -79,6 +79,14 @@ test_expect_success 'an option without its argument or unknown: one message' '
 	test_single_usage_error wavcat -x D
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/wavcat" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^wavcat: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/wavcat" -o </dev/null 2>err &&
+	test_grep "^wavcat: option requires an argument -- .o.$" err
+'
+
 test_expect_success 'no inputs, "-" twice, "@" alone are usage errors' '
 	test_usage_error wavcat &&
 	test_usage_error wavcat --rate 16000 &&

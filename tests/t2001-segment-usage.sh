@@ -59,6 +59,14 @@ test_expect_success 'an option without its argument or unknown: one message' '
 	test_single_usage_error segment --len 10 -x <a.rec
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/segment" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^segment: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/segment" -o </dev/null 2>err &&
+	test_grep "^segment: option requires an argument -- .o.$" err
+'
+
 test_expect_success 'the later of -q and -v wins' '
 	test_q_v_later_wins "^segment: read [0-9]* records" segment --len 100 \
 		a.rec

@@ -64,6 +64,14 @@ test_expect_success 'an option without its argument or unknown: one message' '
 	test ! -e x.h5
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/h5pack" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^h5pack: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/h5pack" -o </dev/null 2>err &&
+	test_grep "^h5pack: option requires an argument -- .o.$" err
+'
+
 test_expect_success '--jobs takes 1 to 1024 and uses 16 threads at most' '
 	h5pack -v -j 1024 -c zstd --chunk-size 4K -o j.h5 f.rec 2>err &&
 	test -s j.h5 &&

@@ -195,4 +195,12 @@ test_expect_success 'usage errors' '
 	test ! -s out.rec
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/recmerge" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^recmerge: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/recmerge" -o </dev/null 2>err &&
+	test_grep "^recmerge: option requires an argument -- .o.$" err
+'
+
 test_done

@@ -284,7 +284,7 @@ static void parse_other(struct options *o, int c, const char *arg)
 	case OPT_PRESET:
 		o->preset = pick("--preset", arg, mel_preset_names + 1) + 1;
 		break;
-	default: /* '?': getopt_long has said what */
+	default: /* '?': prog_getopt has said what */
 		prog_usage_hint();
 	}
 }
@@ -295,8 +295,7 @@ void gpumel_parse_args(int argc, char **argv, struct options *o)
 
 	memset(o, 0, sizeof(*o));
 	o->cuda_index = -1;
-	while ((c = getopt_long(argc, argv, "hj:o:qVv", longopts, NULL)) !=
-	       -1) {
+	while ((c = prog_getopt(argc, argv, "hj:o:qVv", longopts)) != -1) {
 		if (!prog_common_opt(c, optarg, &o->co, usage) &&
 		    parse_transform(o, c, optarg) < 0 &&
 		    parse_scale(o, c, optarg) < 0)

@@ -202,8 +202,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:hj:no:qVv", longopts, NULL)) !=
-	       -1) {
+	while ((c = prog_getopt(argc, argv, "c:hj:no:qVv", longopts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
 		switch (c) {
@@ -221,7 +220,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'n':
 			o->no_clobber = 1;
 			break;
-		default: /* '?': getopt_long has said what */
+		default: /* '?': prog_getopt has said what */
 			prog_usage_hint();
 		}
 	}

@@ -122,7 +122,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->max_data = REC_DEFAULT_MAX_DATA;
-	while ((c = getopt_long(argc, argv, "hn:qsvV", longopts, NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "hn:qsvV", longopts)) != -1) {
 		/* -q also picks the output mode: verify only; its
 		 * verbosity is the shared one (-v after it still reports) */
 		if (c == 'q')
@@ -144,7 +144,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 's':
 			o->mode = MODE_SUMMARY;
 			break;
-		default: /* '?': getopt_long has said what */
+		default: /* '?': prog_getopt has said what */
 			prog_usage_hint();
 		}
 	}

@@ -96,12 +96,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c, stdin_seen = 0;
 
-	while ((c = getopt_long(argc, argv, "ho:qVv", longopts, NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "ho:qVv", longopts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
 		if (c == OPT_ZSTD)
 			o->zstd = (int)prog_arg_u64("--zstd", optarg, 1, 19);
-		else /* '?': getopt_long has said what */
+		else /* '?': prog_getopt has said what */
 			prog_usage_hint();
 	}
 	if (optind == argc)

@@ -128,7 +128,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "ho:qVv", longopts, NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "ho:qVv", longopts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
 		switch (c) {
@@ -153,7 +153,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->len = (uint32_t)prog_arg_u64("--len", optarg, 1,
 							MAX_WINDOW);
 			break;
-		default: /* '?': getopt_long has said what */
+		default: /* '?': prog_getopt has said what */
 			prog_usage_hint();
 		}
 	}

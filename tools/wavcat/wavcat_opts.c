@@ -373,11 +373,10 @@ void parse_options(int argc, char **argv, struct options *o)
 	o->excludes = malloc((size_t)argc * sizeof(*o->excludes));
 	if (o->excludes == NULL)
 		prog_die("out of memory");
-	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
-				NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "0hj:o:qvV", long_opts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
-		if (parse_opt(c, optarg, o)) /* getopt_long has said what */
+		if (parse_opt(c, optarg, o)) /* prog_getopt has said what */
 			prog_usage_hint();
 	}
 	if ((o->split.val_list || o->split.test_list) && !o->split_given)
