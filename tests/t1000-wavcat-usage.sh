@@ -184,7 +184,17 @@ test_expect_success 'a reader that goes away: exit 1 with a message, no hang' '
 	{ timeout 60 wavcat -j2 BIG; echo $? >status; } 2>pipe.err |
 		head -c 1000 >/dev/null &&
 	test "$(cat status)" = 1 &&
-	test_grep "unable to write" pipe.err
+	test_grep "^wavcat: unable to write to standard output: Broken pipe (the next stage stopped reading)$" \
+		pipe.err
+'
+
+test_expect_success 'a write error names the output once, with the reason' '
+	test_expect_code 1 wavcat D >/dev/full 2>err &&
+	test_grep "^wavcat: unable to write to standard output: No space left on device$" \
+		err &&
+	test_expect_code 1 wavcat -o /dev/full D 2>err &&
+	test_grep "^wavcat: unable to write to ./dev/full.: No space left on device$" \
+		err
 '
 
 test_done

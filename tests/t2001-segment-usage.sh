@@ -122,7 +122,17 @@ test_expect_success 'a reader that goes away: exit 1 promptly, no hang' '
 	{ segment --len 10 big.rec 2>epipe.err; echo $? >rc; } | head -c 1000 \
 		>/dev/null &&
 	test "$(cat rc)" = 1 &&
-	test_grep "^segment: " epipe.err
+	test_grep "^segment: unable to write to standard output: Broken pipe (the next stage stopped reading)$" \
+		epipe.err
+'
+
+test_expect_success 'a write error names the output once, with the reason' '
+	test_expect_code 1 segment --len 100 a.rec >/dev/full 2>err &&
+	test_grep "^segment: unable to write to standard output: No space left on device$" \
+		err &&
+	test_expect_code 1 segment --len 100 -o /dev/full a.rec 2>err &&
+	test_grep "^segment: unable to write to ./dev/full.: No space left on device$" \
+		err
 '
 
 test_done

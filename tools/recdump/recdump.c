@@ -472,9 +472,10 @@ static void check_clips(const struct totals *t, const rec_header *h,
 /* Output errors (a closed pipe, a full disk) end the run. */
 static void check_stdout(void)
 {
-	if (ferror(stdout))
-		prog_die("unable to write to standard output: %s",
-			 strerror(errno));
+	if (ferror(stdout)) {
+		prog_write_error(NULL, errno);
+		exit(EXIT_FAIL);
+	}
 }
 
 /*
@@ -588,9 +589,10 @@ static int dump(int fd, const char *name, const struct opts *o)
 	prog_info("%" PRIu64 " records, %" PRIu64 " bytes in %.3f s",
 		  rec_reader_count(r), rec_reader_offset(r), prog_now() - t0);
 out:
-	if (fflush(stdout) != 0 || ferror(stdout))
-		prog_die("unable to write to standard output: %s",
-			 strerror(errno));
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		prog_write_error(NULL, errno);
+		exit(EXIT_FAIL);
+	}
 	free(t.by_label);
 	rec_reader_close(r);
 	return status;

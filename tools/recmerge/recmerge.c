@@ -191,19 +191,13 @@ static void report(const struct job *job, const rec_writer *w,
 		  st->records, st->skipped);
 }
 
-static int write_failed(const rec_writer *w, int err)
-{
-	prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w) :
-		 rec_strerror(err));
-	return -1;
-}
 
 /* Checks every header, then opens the output and merges; the trailer
  * only when every shard was whole. */
 static int run(const struct options *o, int argc, char **argv)
 {
 	rec_writer_opts wo = { .zstd_level = o->zstd,
-			       .name = o->co.output ? o->co.output : "stdout",
+			       .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	struct shard *s = calloc(o->n_inputs, sizeof(*s));
@@ -230,17 +224,17 @@ static int run(const struct options *o, int argc, char **argv)
 		goto out;
 	err = rec_writer_open(&w, out_fd, h, &wo);
 	if (err) {
-		write_failed(w, err);
+		prog_write_failed(o->co.output, w, err);
 		goto out;
 	}
 	if (merge_clips(&job, w, &st))
 		goto out;
 	err = rec_writer_finish(w);
 	if (err) {
-		write_failed(w, err);
+		prog_write_failed(o->co.output, w, err);
 		goto out;
 	}
-	err = prog_commit_output(out_fd, wo.name);
+	err = prog_commit_output(out_fd, o->co.output);
 	out_fd = -1;
 	if (err)
 		goto out;

@@ -212,10 +212,17 @@ uint32_t clip_next_segment(struct clip_state *cs, uint64_t clip)
 	return cs->next_segment;
 }
 
+/* -o FILE (NULL: standard output), for write_failed(), which the
+ * cutting calls deep down with the writer alone. */
+static const char *out_path;
+
 int write_failed(rec_writer *w, const char *what)
 {
-	prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w) : what);
-	return -1;
+	if (!rec_writer_detail(w)[0]) { /* out of memory */
+		prog_err("%s", what);
+		return -1;
+	}
+	return prog_write_failed(out_path, w, 0);
 }
 
 /* Writes the window of in that starts at sample start, padded with zeros
@@ -470,7 +477,7 @@ static int run(const struct options *o, int argc, char **argv)
 	const char *in_name = o->input ? o->input : "stdin";
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
 			       .data_crc = 1 };
-	rec_writer_opts wo = { .name = o->co.output ? o->co.output : "stdout",
+	rec_writer_opts wo = { .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	rec_reader *r = NULL;
@@ -498,6 +505,7 @@ static int run(const struct options *o, int argc, char **argv)
 	out_fd = prog_open_output(o->co.output);
 	if (out_fd < 0)
 		goto out;
+	out_path = o->co.output;
 	err = rec_writer_open(&w, out_fd, h, &wo);
 	if (err) {
 		write_failed(w, rec_strerror(err));
@@ -511,7 +519,7 @@ static int run(const struct options *o, int argc, char **argv)
 		write_failed(w, rec_strerror(err));
 		goto out;
 	}
-	err = prog_commit_output(out_fd, wo.name);
+	err = prog_commit_output(out_fd, o->co.output);
 	out_fd = -1;
 	if (err)
 		goto out;

@@ -37,7 +37,6 @@ struct run {
 	char *first_bad;         /* --strict: the first of them, and why */
 	char splits[64];
 	int fd;
-	const char *out_name;
 	rec_header *h;
 	rec_writer *w;
 	struct pool *pool;
@@ -63,10 +62,8 @@ static int open_output(struct run *r)
 				 strerror(errno));
 			return -1;
 		}
-		r->out_name = "standard output";
 		return 0;
 	}
-	r->out_name = r->o.co.output;
 	r->fd = prog_open_output(r->o.co.output);
 	return r->fd < 0 ? -1 : 0;
 }
@@ -255,26 +252,15 @@ static int add_job(struct run *r)
 	return 0;
 }
 
-static const char *writer_why(const rec_writer *w, int err)
-{
-	const char *d = w ? rec_writer_detail(w) : "";
-
-	return d && *d ? d : rec_strerror(err);
-}
-
 static int open_writer(struct run *r)
 {
 	rec_writer_opts wo = { .zstd_level = r->o.zstd,
-			       .name = r->out_name, .write_behind = 1,
+			       .name = prog_output_name(r->o.co.output),
+			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
-	if (err) {
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 writer_why(r->w, err));
-		return -1;
-	}
-	return 0;
+	return err ? prog_write_failed(r->o.co.output, r->w, err) : 0;
 }
 
 /* A record of clip c (number i): the fields every record of it has. */
@@ -299,11 +285,8 @@ static int put(struct run *r, const rec_item *it, const uint32_t *crc)
 	int err = crc ? rec_write_crc(r->w, it, *crc) : rec_write(r->w, it);
 
 	r->t_write += prog_now() - t0;
-	if (err) {
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 writer_why(r->w, err));
-		return -1;
-	}
+	if (err)
+		return prog_write_failed(r->o.co.output, r->w, err);
 	return 0;
 }
 
@@ -485,12 +468,9 @@ static int finish(struct run *r)
 	int err = rec_writer_finish(r->w);
 
 	r->t_write += prog_now() - t0;
-	if (err) {
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 writer_why(r->w, err));
-		return -1;
-	}
-	err = prog_commit_output(r->fd, r->out_name);
+	if (err)
+		return prog_write_failed(r->o.co.output, r->w, err);
+	err = prog_commit_output(r->fd, r->o.co.output);
 	r->fd = -1;
 	return err ? -1 : 0;
 }
