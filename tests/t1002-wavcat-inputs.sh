@@ -183,7 +183,7 @@ test_expect_success 'a listed path that is missing is an unusable input' '
 	printf "A/yes/2.wav\nmissing.wav\n" >list2.txt &&
 	wavcat @list2.txt >m.rec 2>err &&
 	test_grep "^wavcat: .missing.wav.: .*No such file or directory" err &&
-	test_grep "done 1 clips, skipped 1" err &&
+	test_grep "done 1 clip, skipped 1" err &&
 	$RR m.rec --records >actual &&
 	test_grep "^1 skipped -1 none 0 b.missing.wav.$" actual
 '

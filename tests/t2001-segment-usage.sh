@@ -135,4 +135,10 @@ test_expect_success 'a write error names the output once, with the reason' '
 		err
 '
 
+test_expect_success 'the summary of one record in one window is in the singular' '
+	$MK --kind audio --clips 1 --len 100 >one.rec &&
+	segment --len 100 one.rec >one.out 2>err &&
+	test_grep "^segment: done: 1 record into 1 window (0 padded), skipped 0 (0 shorter than one window)$" err
+'
+
 test_done

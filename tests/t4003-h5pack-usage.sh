@@ -130,4 +130,10 @@ test_expect_success 'progress of one long clip: how far into its samples' '
 	awk "\$1 >= 5 && \$1 <= 95 { mid++ } END { exit !(mid >= 2) }" pct
 '
 
+test_expect_success 'the summary of one row from one clip is in the singular' '
+	$MK --kind audio --clips 1 --len 100 --splits none >one.rec &&
+	h5pack -o one.h5 one.rec 2>err &&
+	test_grep "^h5pack: wrote .one.h5.: 1 row from 1 clip, 0 skipped$" err
+'
+
 test_done

@@ -186,9 +186,11 @@ static void report(const struct job *job, const rec_writer *w,
 		prog_report_spliced(rec_writer_bytes(w),
 				    rec_writer_spliced(w));
 	}
-	prog_warn("done: %" PRIu64 " clips from %" PRIu32 " shards in %"
-		  PRIu64 " records, skipped %" PRIu64, job->clips, job->n,
-		  st->records, st->skipped);
+	prog_warn("done: %" PRIu64 " %s from %" PRIu32 " %s in %" PRIu64
+		  " %s, skipped %" PRIu64, job->clips,
+		  prog_plural(job->clips, "clip", "clips"), job->n,
+		  prog_plural(job->n, "shard", "shards"), st->records,
+		  prog_plural(st->records, "record", "records"), st->skipped);
 }
 
 

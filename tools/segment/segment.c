@@ -464,10 +464,12 @@ static void report(const rec_reader *r, const rec_writer *w,
 		prog_report_spliced(rec_writer_bytes(w),
 				    rec_writer_spliced(w));
 	}
-	prog_warn("done: %" PRIu64 " records into %" PRIu64 " windows (%"
-		  PRIu64 " padded), skipped %" PRIu64 " (%" PRIu64
-		  " shorter than one window)", st->in_audio, st->windows,
-		  st->padded, st->in_skipped + st->too_short, st->too_short);
+	prog_warn("done: %" PRIu64 " %s into %" PRIu64 " %s (%" PRIu64
+		  " padded), skipped %" PRIu64 " (%" PRIu64
+		  " shorter than one window)", st->in_audio,
+		  prog_plural(st->in_audio, "record", "records"), st->windows,
+		  prog_plural(st->windows, "window", "windows"), st->padded,
+		  st->in_skipped + st->too_short, st->too_short);
 }
 
 /* Reads the header, opens the writer, cuts everything, writes the trailer

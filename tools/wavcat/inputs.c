@@ -141,16 +141,18 @@ void inputs_report_excluded(const struct clip_list *cl)
 	char q[256];
 
 	if (cl->n_underscore > 0)
-		prog_warn("left out %llu files in folders starting with '_' "
+		prog_warn("left out %llu %s in folders starting with '_' "
 			  "(such as '%s'); --include-underscore keeps them",
 			  (unsigned long long)cl->n_underscore,
+			  prog_plural(cl->n_underscore, "file", "files"),
 			  quote_name_buf(q, sizeof(q),
 					 cl->underscore_example
 						 ? cl->underscore_example
 						 : "_"));
 	if (cl->n_excluded > 0)
-		prog_info("left out %llu files matching --exclude",
-			  (unsigned long long)cl->n_excluded);
+		prog_info("left out %llu %s matching --exclude",
+			  (unsigned long long)cl->n_excluded,
+			  prog_plural(cl->n_excluded, "file", "files"));
 }
 
 /* Walks the folder p, its keys from byte key_off of p on, under --root

@@ -134,6 +134,7 @@ static int probe_unusable(struct run *r, uint64_t i, const struct clip *c,
 static int choose_rate(struct run *r)
 {
 	struct decode_cfg like = r->cfg;
+	const char *see = r->o.strict ? "" : " (see above)";
 	char q[512], why[256];
 	struct clip c;
 	uint64_t i;
@@ -160,9 +161,12 @@ static int choose_rate(struct run *r)
 	if (got == 0) {
 		if (r->first_bad)
 			prog_err("%s", r->first_bad);
-		prog_err("no usable input: all %llu inputs are unusable%s",
-			 (unsigned long long)r->cl.n,
-			 r->o.strict ? "" : " (see above)");
+		if (r->cl.n == 1)
+			prog_err("no usable input: the only input is "
+				 "unusable%s", see);
+		else
+			prog_err("no usable input: all %llu inputs are "
+				 "unusable%s", (unsigned long long)r->cl.n, see);
 		return -1;
 	}
 	r->rate_from = strdup(c.path);
@@ -484,22 +488,25 @@ static void report(const struct run *r)
 			  (unsigned long long)r->n_own,
 			  (unsigned long long)r->cl.n);
 	if (r->n_cut)
-		prog_warn("done %llu clips, skipped %llu (%llu of them cut "
+		prog_warn("done %llu %s, skipped %llu (%llu of them cut "
 			  "short, kept up to the failure)",
 			  (unsigned long long)r->n_ok,
+			  prog_plural(r->n_ok, "clip", "clips"),
 			  (unsigned long long)r->n_skipped,
 			  (unsigned long long)r->n_cut);
 	else
-		prog_warn("done %llu clips, skipped %llu",
+		prog_warn("done %llu %s, skipped %llu",
 			  (unsigned long long)r->n_ok,
+			  prog_plural(r->n_ok, "clip", "clips"),
 			  (unsigned long long)r->n_skipped);
 	prog_info("%llu records, %llu bytes in %.2f s",
 		  (unsigned long long)rec_writer_count(r->w),
 		  (unsigned long long)rec_writer_bytes(r->w),
 		  prog_now() - r->t0);
-	prog_info("%llu samples; %llu clips longer than %llu samples in %llu "
+	prog_info("%llu samples; %llu %s longer than %llu samples in %llu "
 		  "pieces", (unsigned long long)r->n_samples,
 		  (unsigned long long)r->n_pieced,
+		  prog_plural(r->n_pieced, "clip", "clips"),
 		  (unsigned long long)r->cfg.piece_samples,
 		  (unsigned long long)r->n_pieces);
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
