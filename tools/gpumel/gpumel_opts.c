@@ -83,13 +83,14 @@ static void usage(FILE *f)
 "  -h, --help             show this help and exit\n"
 "  -V, --version          show the version and exit\n"
 "\n"
-"Example:\n"
-"  wavcat --rate 4096 DATA/ | segment --len 512 | gpumel --n-fft 512 \\\n"
-"      --hop 512 --n-mels 32 --no-center --dtype f16 | h5pack -o out.h5\n"
-"\n"
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"
-"usable GPU with --device cuda), 2 usage error.\n",
+"usable GPU with --device cuda), 2 usage error.\n"
+"\n"
+"Examples:\n"
+"  wavcat --rate 4096 DATA/ | segment --len 512 |\n"
+"  gpumel --n-fft 512 --hop 512 --n-mels 32 --no-center --dtype f16 |\n"
+"  h5pack -o out.h5\n",
 		prog_name);
 }
 
