@@ -70,9 +70,69 @@ int inputs_set_root(struct clip_list *cl, const char *dir)
 		prog_err("--root '%s': not a folder", dir);
 		return -1;
 	}
+	cl->root_real = realpath(dir, NULL);
+	if (cl->root_real == NULL) {
+		prog_err("unable to resolve --root '%s': %s", dir,
+			 strerror(errno));
+		return -1;
+	}
 	cl->root_idx = add_root(cl, dir);
 	cl->root_dir = dir;
 	return cl->root_idx < 0 ? -1 : 0;
+}
+
+/* Whether the folder a (len bytes of it; "" for the current folder, or
+ * for "/" when abs) is --root, its links resolved. */
+static int is_root(const struct clip_list *cl, char *a, size_t len, int abs)
+{
+	char saved = a[len], *real;
+	int same;
+
+	a[len] = '\0';
+	real = realpath(len ? a : abs ? "/" : ".", NULL);
+	a[len] = saved;
+	same = real != NULL && strcmp(real, cl->root_real) == 0;
+	free(real);
+	return same;
+}
+
+/* Where the key of p starts when p is under --root by another way than
+ * as written (an absolute path for a relative --root or the reverse, a
+ * symbolic link on the way): below its deepest leading folder that is
+ * the root once links are resolved. SIZE_MAX when none is. The file's
+ * own name is never resolved (a link to a file elsewhere is keyed where
+ * it is), and a list names the files of a folder one after another: the
+ * answer for the last folder is kept. */
+static size_t key_by_realpath(struct clip_list *cl, const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	size_t dlen = slash ? (size_t)(slash - p) : 0, i, key = SIZE_MAX;
+	int abs = p[0] == '/';
+	char *a = strdup(p);
+
+	if (a == NULL)
+		return SIZE_MAX;
+	if (cl->rp_dir && cl->rp_len == dlen &&
+	    memcmp(cl->rp_dir, p, dlen) == 0) {
+		key = cl->rp_key;
+	} else {
+		/* the folders that p's path names, deepest first:
+		 * "a/b/c.wav" gives a/b, a and the current folder */
+		for (i = dlen + 1; i-- > 0 && key == SIZE_MAX;)
+			if ((a[i] == '/' || i == dlen || i == 0) &&
+			    (i == 0 || a[i - 1] != '/') &&
+			    is_root(cl, a, i, abs))
+				key = i + (a[i] == '/');
+		free(cl->rp_dir);
+		cl->rp_dir = strndup(p, dlen);
+		cl->rp_len = dlen;
+		cl->rp_key = key;
+	}
+	/* or p is the root itself (a folder in a list) */
+	if (key == SIZE_MAX && is_root(cl, a, strlen(a), abs))
+		key = strlen(a);
+	free(a);
+	return key;
 }
 
 int inputs_set_excludes(struct clip_list *cl, char *const *pats, size_t n,
@@ -176,6 +236,35 @@ static int add_folder(struct clip_list *cl, const char *p, int root,
 	return walk_folder(cl, p, fd, root, key_off) ? -2 : 0;
 }
 
+/* Whether key has a ".." component: it would leave the root, or key
+ * one file by two names. */
+static int goes_up(const char *key)
+{
+	const char *s;
+
+	for (s = key; (s = strstr(s, "..")) != NULL; s += 2)
+		if ((s == key || s[-1] == '/') && (s[2] == '/' || !s[2]))
+			return 1;
+	return 0;
+}
+
+/* Why path p is refused under --root, naming the root as given and, when
+ * one of them is absolute and that differs, as resolved. */
+static void not_under_root(const struct clip_list *cl, const char *p,
+			   char *why, size_t n)
+{
+	char q[256], r[256];
+
+	quote_name_buf(q, sizeof(q), cl->root_dir);
+	if ((p[0] != '/' && cl->root_dir[0] != '/') ||
+	    strcmp(cl->root_dir, cl->root_real) == 0)
+		snprintf(why, n, "not under --root '%s'", q);
+	else
+		snprintf(why, n, "not under --root '%s' ('%s', its links "
+			 "resolved)", q,
+			 quote_name_buf(r, sizeof(r), cl->root_real));
+}
+
 /* Adds one path: a folder is walked, a regular file added. A path that
  * cannot be used is fatal when it is a command-line argument (a typo
  * should not silently give an empty dataset) and an unusable input when
@@ -184,14 +273,22 @@ static int add_folder(struct clip_list *cl, const char *p, int root,
 static int add_path(struct clip_list *cl, const char *p, int from_cmdline)
 {
 	const char *key = skip_dot_slash(p);
-	char why[512], q[256];
+	char why[1024], q[256];
 	struct stat st;
 	int root = -1, err;
+	size_t off;
 
 	if (cl->root_dir) {
 		key = path_under(cl->root_dir, p);
+		if (key == NULL && (off = key_by_realpath(cl, p)) != SIZE_MAX)
+			key = skip_dot_slash(p + off);
 		if (key == NULL) {
-			snprintf(why, sizeof(why), "not under --root '%s'",
+			not_under_root(cl, p, why, sizeof(why));
+			goto outside;
+		}
+		if (goes_up(key)) {
+			snprintf(why, sizeof(why), "'..' in its path below "
+				 "--root '%s' (give the path without it)",
 				 quote_name_buf(q, sizeof(q), cl->root_dir));
 			goto outside;
 		}

@@ -62,6 +62,10 @@ struct clip_list {
 	const char *root_dir; /* --root: paths under it are keyed and
 				 labelled as found in that folder */
 	int root_idx;       /* its index in roots */
+	char *root_real;    /* --root with links resolved (realpath) */
+	char *rp_dir;       /* the folder of the path last keyed by */
+	size_t rp_len;      /* realpath (rp_dir, its length) and where */
+	size_t rp_key;      /* its key starts; SIZE_MAX: not under --root */
 	char *const *excludes; /* --exclude patterns */
 	size_t n_excludes;
 	char *match;        /* a key cut at a folder, for --exclude */
