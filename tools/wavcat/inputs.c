@@ -144,55 +144,109 @@ int inputs_set_excludes(struct clip_list *cl, char *const *pats, size_t n,
 	if (n == 0)
 		return 0;
 	cl->match = malloc(WAVCAT_MAX_KEY + 1);
-	if (cl->match == NULL) {
+	cl->excl_hit = calloc(n, 1);
+	cl->n_unhit = n;
+	if (cl->match == NULL || cl->excl_hit == NULL) {
 		prog_err("out of memory");
 		return -1;
 	}
 	return 0;
 }
 
-/* Whether s matches one of the --exclude patterns. */
-static int match_exclude(const struct clip_list *cl, const char *s)
+/* Whether s matches one of the --exclude patterns (or excluded already
+ * does: then only the patterns that have matched nothing yet are tried),
+ * each that does marked as having left an input out. */
+static int match_exclude(struct clip_list *cl, const char *s, int excluded)
 {
 	size_t i;
 
-	for (i = 0; i < cl->n_excludes; i++)
-		if (fnmatch(cl->excludes[i], s, 0) == 0)
-			return 1;
-	return 0;
+	for (i = 0; i < cl->n_excludes; i++) {
+		if (excluded && cl->excl_hit[i])
+			continue;
+		if (fnmatch(cl->excludes[i], s, 0) != 0)
+			continue;
+		if (!cl->excl_hit[i]) {
+			cl->excl_hit[i] = 1;
+			cl->n_unhit--;
+		}
+		excluded = 1;
+	}
+	return excluded;
 }
 
-/* A key is left out when it, or one of its leading folders (yes,
- * yes/deep for yes/deep/a.wav), matches an --exclude pattern; and under
- * an input folder, when its top folder starts with '_' (Speech Commands'
- * _background_noise_, which TensorFlow's input_data.py leaves out too),
- * unless --include-underscore. */
+/* Whether key, or one of its leading folders (yes, yes/deep for
+ * yes/deep/a.wav), matches an --exclude pattern. Once it does, the rest
+ * is tried only while some pattern has matched nothing, so that each
+ * pattern that would leave an input out is known to. */
+static int key_excluded(struct clip_list *cl, const char *key)
+{
+	size_t i, n = strlen(key);
+	int excluded = 0;
+
+	if (cl->key_example == NULL)
+		cl->key_example = strdup(key);
+	memcpy(cl->match, key, n + 1);
+	for (i = 0; i <= n && !(excluded && cl->n_unhit == 0); i++) {
+		if (cl->match[i] != '/' && cl->match[i] != '\0')
+			continue;
+		cl->match[i] = '\0';
+		excluded = match_exclude(cl, cl->match, excluded);
+		cl->match[i] = key[i];
+	}
+	return excluded;
+}
+
+/* A key is left out when it, or one of its leading folders, matches an
+ * --exclude pattern; and under an input folder, when its top folder
+ * starts with '_' (Speech Commands' _background_noise_, which
+ * TensorFlow's input_data.py leaves out too), unless
+ * --include-underscore. */
 int inputs_excluded(struct clip_list *cl, const char *key, int root)
 {
 	const char *slash = strchr(key, '/');
-	size_t i, n;
 
 	if (root >= 0 && key[0] == '_' && slash && !cl->keep_underscore) {
 		if (cl->n_underscore++ == 0)
 			cl->underscore_example =
 				strndup(key, (size_t)(slash - key));
+		/* a pattern for these matches: it is not warned about */
+		if (cl->n_unhit > 0)
+			key_excluded(cl, key);
 		return 1;
 	}
-	if (cl->n_excludes == 0)
+	if (cl->n_excludes == 0 || !key_excluded(cl, key))
 		return 0;
-	n = strlen(key);
-	memcpy(cl->match, key, n + 1);
-	for (i = 0; i <= n; i++) {
-		if (cl->match[i] != '/' && cl->match[i] != '\0')
+	cl->n_excluded++;
+	return 1;
+}
+
+/* Warns of each --exclude pattern that left no input out (once for a
+ * pattern given twice): likely a typo, or a path where a key was meant. */
+static void report_unhit(const struct clip_list *cl)
+{
+	char q[256], k[256];
+	size_t i, j;
+
+	for (i = 0; i < cl->n_excludes && cl->n_unhit > 0; i++) {
+		if (cl->excl_hit[i])
 			continue;
-		cl->match[i] = '\0';
-		if (match_exclude(cl, cl->match)) {
-			cl->n_excluded++;
-			return 1;
-		}
-		cl->match[i] = key[i];
+		for (j = 0; j < i; j++)
+			if (strcmp(cl->excludes[j], cl->excludes[i]) == 0)
+				break;
+		if (j < i)
+			continue;
+		if (cl->key_example)
+			prog_warn("--exclude '%s' matched no input "
+				  "(patterns are matched against keys such as "
+				  "'%s')",
+				  quote_name_buf(q, sizeof(q), cl->excludes[i]),
+				  quote_name_buf(k, sizeof(k),
+						 cl->key_example));
+		else
+			prog_warn("--exclude '%s' matched no input",
+				  quote_name_buf(q, sizeof(q),
+						 cl->excludes[i]));
 	}
-	return 0;
 }
 
 /* Says how many inputs were left out, and why. */
@@ -213,6 +267,7 @@ void inputs_report_excluded(const struct clip_list *cl)
 		prog_info("left out %llu %s matching --exclude",
 			  (unsigned long long)cl->n_excluded,
 			  prog_plural(cl->n_excluded, "file", "files"));
+	report_unhit(cl);
 }
 
 /* Walks the folder p, its keys from byte key_off of p on, under --root

@@ -69,6 +69,9 @@ struct clip_list {
 	char *const *excludes; /* --exclude patterns */
 	size_t n_excludes;
 	char *match;        /* a key cut at a folder, for --exclude */
+	unsigned char *excl_hit; /* per pattern: it left an input out */
+	size_t n_unhit;     /* patterns that have left none out yet */
+	char *key_example;  /* the first key matched against them */
 	int keep_underscore; /* --include-underscore */
 	uint64_t n_excluded, n_underscore; /* inputs left out */
 	char *underscore_example; /* the first folder left out for '_' */
