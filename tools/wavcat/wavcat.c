@@ -43,6 +43,7 @@ struct run {
 	uint64_t n_own;          /* the clips of this shard (all: cl.n) */
 	uint64_t listed;         /* clips read from the list so far */
 	uint64_t n_ok, n_skipped, clipped;
+	uint64_t n_trimmed, n_padded; /* of n_ok, to --duration/--samples */
 	uint64_t n_pieced, n_pieces, n_cut; /* clips in pieces, their
 					       pieces, clips cut short */
 	uint64_t n_samples;      /* samples written */
@@ -374,6 +375,8 @@ static int write_clip(struct run *r, uint64_t n)
 		err = put_skipped(r, i, &j->clip, &j->out);
 	} else {
 		r->n_ok++;
+		r->n_trimmed += j->out.fitted < 0;
+		r->n_padded += j->out.fitted > 0;
 		err = put_samples(r, i, &j->clip, &j->out,
 				  j->out.offset ? REC_ITEM_CONT : 0);
 	}
@@ -479,25 +482,45 @@ static int finish(struct run *r)
 	return err ? -1 : 0;
 }
 
+/* With --duration or --samples, how many clips it changed, for the
+ * summary: " (3 trimmed and 2 padded to 1 s)"; else "". */
+static void fit_note(const struct run *r, char *buf, size_t n)
+{
+	if (r->o.samples)
+		snprintf(buf, n, " (%llu trimmed and %llu padded to %llu "
+			 "samples)", (unsigned long long)r->n_trimmed,
+			 (unsigned long long)r->n_padded,
+			 (unsigned long long)r->o.samples);
+	else if (r->o.duration_s > 0)
+		snprintf(buf, n, " (%llu trimmed and %llu padded to %g s)",
+			 (unsigned long long)r->n_trimmed,
+			 (unsigned long long)r->n_padded, r->o.duration_s);
+	else
+		buf[0] = '\0';
+}
+
 static void report(const struct run *r)
 {
+	char fit[128];
+
 	if (r->o.shard_given)
 		prog_info("shard %lu/%lu: %llu of the job's %llu clips",
 			  (unsigned long)r->o.shard.k,
 			  (unsigned long)r->o.shard.n,
 			  (unsigned long long)r->n_own,
 			  (unsigned long long)r->cl.n);
+	fit_note(r, fit, sizeof(fit));
 	if (r->n_cut)
-		prog_warn("done %llu %s, skipped %llu (%llu of them cut "
+		prog_warn("done %llu %s%s, skipped %llu (%llu of them cut "
 			  "short, kept up to the failure)",
 			  (unsigned long long)r->n_ok,
-			  prog_plural(r->n_ok, "clip", "clips"),
+			  prog_plural(r->n_ok, "clip", "clips"), fit,
 			  (unsigned long long)r->n_skipped,
 			  (unsigned long long)r->n_cut);
 	else
-		prog_warn("done %llu %s, skipped %llu",
+		prog_warn("done %llu %s%s, skipped %llu",
 			  (unsigned long long)r->n_ok,
-			  prog_plural(r->n_ok, "clip", "clips"),
+			  prog_plural(r->n_ok, "clip", "clips"), fit,
 			  (unsigned long long)r->n_skipped);
 	prog_info("%llu records, %llu bytes in %.2f s",
 		  (unsigned long long)rec_writer_count(r->w),

@@ -283,6 +283,8 @@ struct decoded {
 				  clip decoded, offset + n; cut short, as
 				  in its pieces */
 	uint64_t clipped;    /* samples clipped to 16 bits */
+	int fitted;          /* with a duration, a clip decoded whole was:
+				+1 padded to it, -1 trimmed, 0 neither */
 	uint32_t crc;        /* CRC32C of the n samples' bytes */
 	char reason[256];
 };
