@@ -254,24 +254,29 @@ const char *prog_output_name(const char *path)
 	return path ? path : "standard output";
 }
 
-/* The one line for a failed write: reason, and for a closed pipe who
- * closed it, as "Broken pipe" alone leaves a user wondering. */
-static void write_msg(const char *path, const char *reason, int epipe)
+/* The one line for a failed write, into buf: reason, and for a closed
+ * pipe who closed it, as "Broken pipe" alone leaves a user wondering. */
+static void write_msg(char *buf, size_t n, const char *path,
+		      const char *reason, int epipe)
 {
 	const char *who = !epipe ? "" : path ? " (its reader stopped reading)"
 					     : " (the next stage stopped "
 					       "reading)";
 
 	if (path)
-		prog_err("unable to write to '%s': %s%s", path, reason, who);
-	else
-		prog_err("unable to write to standard output: %s%s", reason,
+		snprintf(buf, n, "unable to write to '%s': %s%s", path, reason,
 			 who);
+	else
+		snprintf(buf, n, "unable to write to standard output: %s%s",
+			 reason, who);
 }
 
 void prog_write_error(const char *path, int errnum)
 {
-	write_msg(path, strerror(errnum), errnum == EPIPE);
+	char msg[1024];
+
+	write_msg(msg, sizeof(msg), path, strerror(errnum), errnum == EPIPE);
+	prog_err("%s", msg);
 }
 
 /* s less prefix, when it starts with it. */
@@ -282,22 +287,32 @@ static const char *skip_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, n) == 0 ? s + n : s;
 }
 
-int prog_write_failed(const char *path, const rec_writer *w, int err)
+void prog_write_why(char *buf, size_t n, const char *path,
+		    const rec_writer *w, int err)
 {
 	const char *d = w ? rec_writer_detail(w) : NULL;
 	const char *name = prog_output_name(path);
-	size_t n = strlen(name);
+	size_t len = strlen(name);
 
 	if (d == NULL || d[0] == '\0') {
 		d = err == REC_E_EPIPE ? strerror(EPIPE) : rec_strerror(err);
 	} else {
 		/* the detail is "NAME: write error: why" or "NAME: why" */
-		if (strncmp(d, name, n) == 0 && d[n] == ':' && d[n + 1] == ' ')
-			d += n + 2;
+		if (strncmp(d, name, len) == 0 && d[len] == ':' &&
+		    d[len + 1] == ' ')
+			d += len + 2;
 		d = skip_prefix(d, "write error: ");
 	}
-	write_msg(path, d, err == REC_E_EPIPE ||
-			   strcmp(d, strerror(EPIPE)) == 0);
+	write_msg(buf, n, path, d, err == REC_E_EPIPE ||
+				   strcmp(d, strerror(EPIPE)) == 0);
+}
+
+int prog_write_failed(const char *path, const rec_writer *w, int err)
+{
+	char msg[1024];
+
+	prog_write_why(msg, sizeof(msg), path, w, err);
+	prog_err("%s", msg);
 	return -1;
 }
 

@@ -80,6 +80,10 @@ void prog_write_error(const char *path, int errnum);
  * rec_strerror(err). Returns -1. */
 int prog_write_failed(const char *path, const struct rec_writer *w,
 		      int err);
+/* prog_write_failed()'s message, without the program's name, into buf of
+ * n bytes: for a thread that hands its message on. */
+void prog_write_why(char *buf, size_t n, const char *path,
+		    const struct rec_writer *w, int err);
 
 /* "clip" or "clips", as n asks: for counts in messages ("1 clip", "0
  * clips", "2 clips"). */
