@@ -32,6 +32,14 @@ test_expect_success 'bad command lines exit 2 with a pointer to --help' '
 	test_grep "for --max-record" usage.err
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/recdump" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^recdump: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/recdump" -n </dev/null 2>err &&
+	test_grep "^recdump: option requires an argument -- .n.$" err
+'
+
 test_expect_success 'an option without its argument or unknown: one message' '
 	test_single_usage_error recdump -n </dev/null &&
 	test_grep "requires an argument -- .n." usage.err &&
@@ -272,7 +280,8 @@ test_expect_success 'a closed output pipe ends recdump with a message' '
 	rec-gen -n 20000 -l 10 >g.rec &&
 	{ recdump g.rec 2>err; echo $? >rc; } | head -n 1 >/dev/null &&
 	test "$(cat rc)" = 1 &&
-	test_grep "^recdump: unable to write to standard output: Broken pipe" err
+	test_grep "^recdump: unable to write to standard output: Broken pipe (the next stage stopped reading)$" \
+		err
 '
 
 # A shard K/N holds the clips whose index is K modulo N (formats/record.md,

@@ -79,6 +79,14 @@ test_expect_success 'an option without its argument or unknown: one message' '
 	test_single_usage_error wavcat -x D
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/wavcat" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^wavcat: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/wavcat" -o </dev/null 2>err &&
+	test_grep "^wavcat: option requires an argument -- .o.$" err
+'
+
 test_expect_success 'no inputs, "-" twice, "@" alone are usage errors' '
 	test_usage_error wavcat &&
 	test_usage_error wavcat --rate 16000 &&
@@ -176,7 +184,17 @@ test_expect_success 'a reader that goes away: exit 1 with a message, no hang' '
 	{ timeout 60 wavcat -j2 BIG; echo $? >status; } 2>pipe.err |
 		head -c 1000 >/dev/null &&
 	test "$(cat status)" = 1 &&
-	test_grep "unable to write" pipe.err
+	test_grep "^wavcat: unable to write to standard output: Broken pipe (the next stage stopped reading)$" \
+		pipe.err
+'
+
+test_expect_success 'a write error names the output once, with the reason' '
+	test_expect_code 1 wavcat D >/dev/full 2>err &&
+	test_grep "^wavcat: unable to write to standard output: No space left on device$" \
+		err &&
+	test_expect_code 1 wavcat -o /dev/full D 2>err &&
+	test_grep "^wavcat: unable to write to ./dev/full.: No space left on device$" \
+		err
 '
 
 test_done

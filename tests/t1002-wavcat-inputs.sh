@@ -148,6 +148,45 @@ test_expect_success '--root: a list gives the keys, labels, splits of the folder
 	same_stream l4.rec l4.err
 '
 
+test_expect_success '--root: absolute paths for a relative root, or the reverse' '
+	find "$PWD/R" -name "*.wav" -print0 | wavcat -0 --root R - >l7.rec \
+		2>l7.err &&
+	same_stream l7.rec l7.err &&
+	find R -name "*.wav" -print0 | wavcat -0 --root "$PWD/R" - >l8.rec \
+		2>l8.err &&
+	same_stream l8.rec l8.err &&
+	(cd R/yes && find "$PWD" -name "*.wav" >../../abs.list) &&
+	find R/no R/_background_noise_ R/top.wav -name "*.wav" >>abs.list &&
+	wavcat --root ./R @abs.list >l9.rec 2>l9.err &&
+	same_stream l9.rec l9.err
+'
+
+test_expect_success '--root or the listed paths through a symbolic link' '
+	ln -s R LR &&
+	find R -name "*.wav" | wavcat --root LR - >l10.rec 2>l10.err &&
+	same_stream l10.rec l10.err &&
+	find LR/ -name "*.wav" | wavcat --root R - >l11.rec 2>l11.err &&
+	same_stream l11.rec l11.err &&
+	find "$PWD/LR/" -name "*.wav" | wavcat --root LR - >l12.rec \
+		2>l12.err &&
+	same_stream l12.rec l12.err
+'
+
+test_expect_success '--root: a path outside it, or going up, names it and the root' '
+	printf "R/top.wav\n%s\n" "$PWD/A/yes/2.wav" |
+		wavcat --root R - >o.rec 2>err &&
+	test_grep "^wavcat: .$PWD/A/yes/2.wav.: not under --root .R. (.$PWD/R., its links resolved)$" \
+		err &&
+	printf "R/top.wav\nR/../A/yes/2.wav\nR/no/../no/b_nohash_0.wav\n" |
+		wavcat --root R - >o.rec 2>err &&
+	test_grep "^wavcat: .R/\.\./A/yes/2.wav.: .\.\.. in its path below --root .R. (give the path without it)$" \
+		err &&
+	test_grep "^wavcat: .R/no/\.\./no/b_nohash_0.wav.: .\.\.. in its path" err &&
+	recdump o.rec >o.dump &&
+	test_grep "^header label=" o.dump >labels &&
+	! test_grep "label=\.\.$" labels
+'
+
 test_expect_success '--root: folders under it keyed from it too' '
 	wavcat --root R R >l5.rec 2>l5.err &&
 	same_stream l5.rec l5.err &&
@@ -183,7 +222,7 @@ test_expect_success 'a listed path that is missing is an unusable input' '
 	printf "A/yes/2.wav\nmissing.wav\n" >list2.txt &&
 	wavcat @list2.txt >m.rec 2>err &&
 	test_grep "^wavcat: .missing.wav.: .*No such file or directory" err &&
-	test_grep "done 1 clips, skipped 1" err &&
+	test_grep "done 1 clip, skipped 1" err &&
 	$RR m.rec --records >actual &&
 	test_grep "^1 skipped -1 none 0 b.missing.wav.$" actual
 '

@@ -45,7 +45,7 @@ test_expect_success 'labels: top folders, sorted bytewise, ids from 0' '
 test_expect_success 'folders starting with _ are left out, with a note' '
 	wavcat --split none SC >sc2.rec 2>err &&
 	$RR sc.rec --same-as sc2.rec &&
-	test_grep "^wavcat: left out 1 files in folders starting with .\_. (such as .\_background_noise_.); --include-underscore keeps them$" err &&
+	test_grep "^wavcat: left out 1 file in folders starting with .\_. (such as .\_background_noise_.); --include-underscore keeps them$" err &&
 	$RR sc2.rec --header | grep "^clips=7$" &&
 	wavcat -q --split none --include-underscore SC >inc.rec &&
 	$RR inc.rec --header | grep "^label=" >actual &&
@@ -67,7 +67,7 @@ test_expect_success '--exclude GLOB: the key or a leading folder matches' '
 	wavcat -v --split none --include-underscore --exclude "_*" SC \
 		>ex.rec 2>err &&
 	$RR sc.rec --same-as ex.rec &&
-	test_grep "left out 1 files matching --exclude" err &&
+	test_grep "left out 1 file matching --exclude" err &&
 	! grep "include-underscore keeps" err &&
 	wavcat -q --split none --exclude "*/x" --exclude "yes/aa*" \
 		--exclude top.wav SC >ex2.rec &&
@@ -160,7 +160,7 @@ test_expect_success '--labels: a file naming no input warns' '
 
 test_expect_success '--labels: labels no input gets are warned about, once' '
 	wavcat --labels labels.csv SC >l2.rec 2>err &&
-	test_grep "^wavcat: 1 labels of .labels.csv. name no input (no clip gets them; their ids stay in the table): .unused.$" err &&
+	test_grep "^wavcat: 1 label of .labels.csv. names no input (no clip gets it; its id stays in the table): .unused.$" err &&
 	{ echo "top.wav,t" &&
 	  for i in 1 2 3 4 5 6 7; do echo "gone/$i.wav,g$i"; done; } >many.csv &&
 	wavcat --labels many.csv SC >l3.rec 2>err &&

@@ -139,7 +139,7 @@ with open(\"long.wav\", \"wb\") as f:
 		recdump >actual &&
 	test_grep "done 2 clips, skipped 0" err &&
 	! grep "too long" err &&
-	test_grep "1 clips longer than 4194304 samples in 33 pieces" err &&
+	test_grep "1 clip longer than 4194304 samples in 33 pieces" err &&
 	# 32 pieces of 2^22 samples, a last one of 1, then short.wav whole
 	test $(grep -c "^[0-9]* audio clip=0 .*dims=4194304x1 piece=more" \
 		actual) = 32 &&
@@ -168,7 +168,7 @@ test_expect_success 'a WAV of 0 frames is not called unfinished' '
 	test_grep "^wavcat: .W/zero.wav.: no samples (0 frames)$" err &&
 	test_grep "^wavcat: .W/ffff.wav.: data chunk size is 0xFFFFFFFF with 3200 bytes after it (a file never finished?)$" err &&
 	test_grep "^wavcat: .W/unfinished.wav.: data chunk size is 0 with 3200 bytes after it (a file never finished?)$" err &&
-	test_grep "done 1 clips, skipped 3" err
+	test_grep "done 1 clip, skipped 3" err
 '
 
 # 30 minutes at 48 kHz: more samples than the probe for the rate once
@@ -185,7 +185,7 @@ sf.write(\"long48k.flac\", x, 48000, subtype=\"PCM_16\", format=\"FLAC\")
 test_expect_success 'a long clip alone sets the rate' '
 	wavcat -v long48k.flac >/dev/null 2>err &&
 	test_grep "sample rate 48000 Hz, from .long48k.flac." err &&
-	test_grep "done 1 clips, skipped 0" err &&
+	test_grep "done 1 clip, skipped 0" err &&
 	wavcat -v --samples 100 long48k.flac >short.rec 2>err &&
 	test_grep "sample rate 48000 Hz" err &&
 	$RR short.rec --records >actual &&
@@ -198,10 +198,10 @@ test_expect_success 'longer than a record of f32: in pieces, and sets the rate' 
 		recdump >actual &&
 	test_grep "^wavcat: .a_junk.wav.: unable to decode" err &&
 	test_grep "sample rate 48000 Hz, from .long48k.flac." err &&
-	test_grep "done 1 clips, skipped 1" err &&
+	test_grep "done 1 clip, skipped 1" err &&
 	! grep "too long" err &&
 	# 86,400,000 samples: 20 pieces of 2^22 and a last of 2,513,920
-	test_grep "1 clips longer than 4194304 samples in 21 pieces" err &&
+	test_grep "1 clip longer than 4194304 samples in 21 pieces" err &&
 	test_grep "^22 audio clip=1 .*offset=83886080 clip_samples=86400000 .*dtype=f32 dims=2513920x1 piece=cont" actual
 '
 
@@ -209,14 +209,14 @@ test_expect_success 'unusable inputs before the one that sets the rate: warned o
 	cp U/w/a_good.wav b_good.wav &&
 	wavcat a_junk.wav b_good.wav >o.rec 2>err &&
 	test $(grep -c "a_junk.wav" err) = 1 &&
-	test_grep "done 1 clips, skipped 1" err &&
+	test_grep "done 1 clip, skipped 1" err &&
 	$RR o.rec --records >actual &&
 	test_grep "^0 skipped" actual &&
 	test_expect_code 1 wavcat --strict a_junk.wav b_good.wav >o.rec 2>err &&
 	test $(wc -l <err) = 1 &&
 	test_expect_code 1 wavcat --strict a_junk.wav >o.rec 2>err &&
 	test_grep "^wavcat: .a_junk.wav.: unable to decode" err &&
-	test_grep "^wavcat: no usable input: all 1 inputs are unusable$" err
+	test_grep "^wavcat: no usable input: the only input is unusable$" err
 '
 
 test_done

@@ -105,7 +105,7 @@ test_expect_success 'a codec printing to stdout leaves the stream intact' '
 	mkdir sds && cp "$KEPT/sds-bad-block-prints.sds" sds/ &&
 	wavcat --rate 16000 sds >sds.rec 2>sds.err &&
 	recdump -q sds.rec &&
-	test_grep "done 1 clips, skipped 0" sds.err
+	test_grep "done 1 clip, skipped 0" sds.err
 '
 
 test_expect_success 'seeds and kept inputs, mangled: no crash, no broken promise' '

@@ -146,14 +146,15 @@ test_expect_success 'the output fails in the middle of a clip: exit 1' '
 	cp M/b1.wav M/b2.wav M/c_long.flac F/ &&
 	test_expect_code 1 timeout 120 wavcat -j 3 --piece-samples 1000 F \
 		>/dev/full 2>err &&
-	test_grep "^wavcat: unable to write to .standard output.: " err
+	test_grep "^wavcat: unable to write to standard output: No space left on device$" \
+		err
 '
 
 test_expect_success 'the summary counts clips, samples and pieces' '
 	wavcat -v --piece-samples 1000 C/a.wav C/e.wav >/dev/null 2>err &&
 	test_grep "^wavcat: done 2 clips, skipped 0$" err &&
 	test_grep "^wavcat: 8 records, " err &&
-	test_grep "^wavcat: 6307 samples; 1 clips longer than 1000 samples in 7 pieces$" err &&
+	test_grep "^wavcat: 6307 samples; 1 clip longer than 1000 samples in 7 pieces$" err &&
 	test_grep "handing on pieces [0-9.]* s" err
 '
 
@@ -194,7 +195,7 @@ test_expect_success 'NaN after some pieces: cut short there, the rest kept' '
 	wavcat --piece-samples 1000 X/nan.wav C/e.wav >n.rec 2>err &&
 	recdump n.rec >n.out &&
 	test_grep "^wavcat: .X/nan.wav.: decoding failed after 0.2 s (2500 samples kept): NaN or infinite sample at frame 2500$" err &&
-	test_grep "^wavcat: done 1 clips, skipped 1 (1 of them cut short, kept up to the failure)$" err &&
+	test_grep "^wavcat: done 1 clip, skipped 1 (1 of them cut short, kept up to the failure)$" err &&
 	test_grep "^1 audio clip=0 .*dims=300x1 key=.C/e.wav.$" n.out &&
 	test_grep "^2 audio clip=1 .*offset=0 clip_samples=5000 .*dims=1000x1 piece=more key=.X/nan.wav.$" n.out &&
 	test_grep "^4 audio clip=1 .*offset=2000 clip_samples=5000 .*dims=500x1 piece=more,cont key=.X/nan.wav.$" n.out &&
@@ -215,7 +216,7 @@ test_expect_success 'NaN on a piece boundary: no empty piece' '
 test_expect_success 'NaN within the first piece: skipped whole, as before' '
 	wavcat --piece-samples 5000 X/nan.wav X/clean.wav >nw.rec 2>err &&
 	test_grep "^wavcat: .X/nan.wav.: NaN or infinite sample at frame 2500$" err &&
-	test_grep "^wavcat: done 1 clips, skipped 1$" err &&
+	test_grep "^wavcat: done 1 clip, skipped 1$" err &&
 	recdump nw.rec >nw.out &&
 	test_grep "^2 skipped clip=1 clip_samples=0 .*key=.X/nan.wav" nw.out &&
 	wavcat -q --piece-samples 2600 X/nan.wav X/clean.wav >nw2.rec &&
@@ -293,7 +294,7 @@ test_expect_success 'the rate from a long clip, or one cut short' '
 	test_grep "no usable input" err &&
 	wavcat -v --piece-samples 100 C/b.flac >rb.rec 2>err &&
 	test_grep "sample rate 22050 Hz, from .C/b.flac." err &&
-	test_grep "1 clips longer than 100 samples in 61 pieces" err
+	test_grep "1 clip longer than 100 samples in 61 pieces" err
 '
 
 # Minutes of audio in pieces of 64K samples: the peak memory grows by a

@@ -59,6 +59,14 @@ test_expect_success 'an option without its argument or unknown: one message' '
 	test_single_usage_error segment --len 10 -x <a.rec
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/segment" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^segment: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/segment" -o </dev/null 2>err &&
+	test_grep "^segment: option requires an argument -- .o.$" err
+'
+
 test_expect_success 'the later of -q and -v wins' '
 	test_q_v_later_wins "^segment: read [0-9]* records" segment --len 100 \
 		a.rec
@@ -114,7 +122,23 @@ test_expect_success 'a reader that goes away: exit 1 promptly, no hang' '
 	{ segment --len 10 big.rec 2>epipe.err; echo $? >rc; } | head -c 1000 \
 		>/dev/null &&
 	test "$(cat rc)" = 1 &&
-	test_grep "^segment: " epipe.err
+	test_grep "^segment: unable to write to standard output: Broken pipe (the next stage stopped reading)$" \
+		epipe.err
+'
+
+test_expect_success 'a write error names the output once, with the reason' '
+	test_expect_code 1 segment --len 100 a.rec >/dev/full 2>err &&
+	test_grep "^segment: unable to write to standard output: No space left on device$" \
+		err &&
+	test_expect_code 1 segment --len 100 -o /dev/full a.rec 2>err &&
+	test_grep "^segment: unable to write to ./dev/full.: No space left on device$" \
+		err
+'
+
+test_expect_success 'the summary of one record in one window is in the singular' '
+	$MK --kind audio --clips 1 --len 100 >one.rec &&
+	segment --len 100 one.rec >one.out 2>err &&
+	test_grep "^segment: done: 1 record into 1 window (0 padded), skipped 0 (0 shorter than one window)$" err
 '
 
 test_done

@@ -216,6 +216,14 @@ test_expect_success 'a missing option argument is one usage error' '
 	gpumel $SMALL -j 1024 in.rec >/dev/null
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/gpumel" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^gpumel: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/gpumel" -o </dev/null 2>err &&
+	test_grep "^gpumel: option requires an argument -- .o.$" err
+'
+
 test_expect_success 'an empty stream gives an empty features stream' '
 	$MK --n 0 >empty.rec &&
 	gpumel $SMALL empty.rec >empty.out 2>err &&

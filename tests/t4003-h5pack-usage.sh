@@ -64,6 +64,14 @@ test_expect_success 'an option without its argument or unknown: one message' '
 	test ! -e x.h5
 '
 
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/h5pack" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^h5pack: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/h5pack" -o </dev/null 2>err &&
+	test_grep "^h5pack: option requires an argument -- .o.$" err
+'
+
 test_expect_success '--jobs takes 1 to 1024 and uses 16 threads at most' '
 	h5pack -v -j 1024 -c zstd --chunk-size 4K -o j.h5 f.rec 2>err &&
 	test -s j.h5 &&
@@ -120,6 +128,12 @@ test_expect_success 'progress of one long clip: how far into its samples' '
 	sed -n "s|^h5pack: 1/1 clips (\([0-9]*\)%).*ETA.*|\1|p" lines >pct &&
 	cat pct &&
 	awk "\$1 >= 5 && \$1 <= 95 { mid++ } END { exit !(mid >= 2) }" pct
+'
+
+test_expect_success 'the summary of one row from one clip is in the singular' '
+	$MK --kind audio --clips 1 --len 100 --splits none >one.rec &&
+	h5pack -o one.h5 one.rec 2>err &&
+	test_grep "^h5pack: wrote .one.h5.: 1 row from 1 clip, 0 skipped$" err
 '
 
 test_done

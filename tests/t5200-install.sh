@@ -55,11 +55,16 @@ test_expect_success 'a manual page per program, made from its --help' '
 	done
 '
 
-# gpumel's --help has an "Example:" paragraph whose second line help2man
-# takes for an option; the others an "Examples:" section.
+# Every --help ends with an "Examples:" paragraph, which help2man makes
+# a section of its own; its lines stay plain lines of the example (a
+# line help2man took for an option's tag would be .TP or .HP).
 test_expect_success 'the examples are a section of their own' '
-	for p in wavcat segment h5pack recdump recmerge; do
-		test_grep "^\.SH EXAMPLES" "$D/share/man/man1/$p.1" || exit 1
+	for p in $PROGS; do
+		m=$D/share/man/man1/$p.1 &&
+		test_grep "^\.SH EXAMPLES" "$m" &&
+		sed -n "/^\.SH EXAMPLES/,/^\.SH [^E]/p" "$m" >ex &&
+		! grep "^\.[TH]P" ex &&
+		! grep "^\.SS" ex || { echo "in $p.1:"; cat ex; exit 1; }
 	done
 '
 

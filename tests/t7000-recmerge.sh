@@ -227,4 +227,12 @@ test_expect_success '--help says how to call it, what it refuses, the exit statu
 	test_grep "^recmerge (melpipe) " version
 '
 
+test_expect_success 'the summary of one clip in one shard is in the singular' '
+	rec-gen -n 1 -t audio -l 100 |
+		rec-copy --shard 0/1 --job 0123456789abcdef0123456789abcdef01234567 \
+		>one.rec &&
+	recmerge one.rec >one.out 2>err &&
+	test_grep "^recmerge: done: 1 clip from 1 shard in 1 record, skipped 0$" err
+'
+
 test_done

@@ -195,4 +195,21 @@ test_expect_success 'usage errors' '
 	test ! -s out.rec
 '
 
+test_expect_success 'a write error names the output once, with the reason' '
+	test_expect_code 1 recmerge s0.rec s1.rec >/dev/full 2>err &&
+	test_grep "^recmerge: unable to write to standard output: No space left on device$" \
+		err &&
+	test_expect_code 1 recmerge -o /dev/full s0.rec s1.rec 2>err &&
+	test_grep "^recmerge: unable to write to ./dev/full.: No space left on device$" \
+		err
+'
+
+test_expect_success 'option errors name the program, not the path run' '
+	test_expect_code 2 "$MELPIPE_BIN/recmerge" --no-such-option </dev/null \
+		2>err &&
+	test_grep "^recmerge: unrecognized option .--no-such-option.$" err &&
+	test_expect_code 2 "$MELPIPE_BIN/recmerge" -o </dev/null 2>err &&
+	test_grep "^recmerge: option requires an argument -- .o.$" err
+'
+
 test_done

@@ -45,8 +45,8 @@ start=$(date +%s)
 } | tee 2h.rec | "$bin/recdump" -q
 end=$(date +%s)
 [ "$(cat rc)" = 0 ] || { cat err >&2; fail "wavcat failed"; }
-grep -q "^wavcat: done 1 clips, skipped 0$" err || fail "$(cat err)"
-grep -q "^wavcat: 345600000 samples; 1 clips longer than 4194304 samples in 83 pieces$" err ||
+grep -q "^wavcat: done 1 clip, skipped 0$" err || fail "$(cat err)"
+grep -q "^wavcat: 345600000 samples; 1 clip longer than 4194304 samples in 83 pieces$" err ||
 	fail "not every sample, or not 83 pieces: $(cat err)"
 $pieces scan 2h.rec --gen-s16 20000 >scan
 grep -q "^0 2h.wav 345600000 83 " scan || fail "scan: $(cat scan)"

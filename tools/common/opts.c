@@ -1,6 +1,7 @@
 /* opts.c - the options every program shares (opts.h). */
 #include "opts.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "prog.h"
@@ -44,4 +45,20 @@ int prog_common_opt(int c, const char *arg, struct prog_common *co,
 	default:
 		return 0;
 	}
+}
+
+int prog_getopt(int argc, char **argv, const char *shortopts,
+		const struct option *longopts)
+{
+	/* getopt_long names the program by argv[0] (only to print it, and
+	 * never moves it): ours for the call, a copy as argv is not const */
+	static char name[64];
+	char *run_as = argv[0];
+	int c;
+
+	snprintf(name, sizeof(name), "%s", prog_name);
+	argv[0] = name;
+	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	argv[0] = run_as;
+	return c;
 }

@@ -5,6 +5,7 @@
 #ifndef MELPIPE_OPTS_H
 #define MELPIPE_OPTS_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -37,11 +38,22 @@ struct prog_common {
  * here. co may be NULL for a program without -o and -j: then 0 for them.
  * Call it first in the getopt loop:
  *
- *   while ((c = getopt_long(argc, argv, "hj:o:qVv", longopts, NULL)) != -1)
+ *   while ((c = prog_getopt(argc, argv, "hj:o:qVv", longopts)) != -1)
  *           if (!prog_common_opt(c, optarg, &o->co, usage))
  *                   parse_own(o, c, optarg);
  */
 int prog_common_opt(int c, const char *arg, struct prog_common *co,
 		    void (*usage)(FILE *));
+
+/*
+ * getopt_long(argc, argv, shortopts, longopts, NULL), whose own messages
+ * (an unknown option, a missing argument) start with prog_name, as every
+ * other message does, rather than with the path the program was run as
+ * ("segment: unrecognized option '--bogus'", not "bin/segment: ...").
+ * It returns '?' after such a message: the caller then gives
+ * prog_usage_hint().
+ */
+int prog_getopt(int argc, char **argv, const char *shortopts,
+		const struct option *longopts);
 
 #endif

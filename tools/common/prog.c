@@ -238,15 +238,87 @@ int prog_open_output(const char *path)
 	return fd;
 }
 
-int prog_commit_output(int fd, const char *name)
+int prog_commit_output(int fd, const char *path)
 {
 	if (fd >= 0 && fd == outfile_fd())
 		return outfile_commit();
 	if (fd >= 0 && close(fd) != 0) {
-		prog_err("unable to write to '%s': %s", name, strerror(errno));
+		prog_write_error(path, errno);
 		return -1;
 	}
 	return 0;
+}
+
+const char *prog_output_name(const char *path)
+{
+	return path ? path : "standard output";
+}
+
+/* The one line for a failed write, into buf: reason, and for a closed
+ * pipe who closed it, as "Broken pipe" alone leaves a user wondering. */
+static void write_msg(char *buf, size_t n, const char *path,
+		      const char *reason, int epipe)
+{
+	const char *who = !epipe ? "" : path ? " (its reader stopped reading)"
+					     : " (the next stage stopped "
+					       "reading)";
+
+	if (path)
+		snprintf(buf, n, "unable to write to '%s': %s%s", path, reason,
+			 who);
+	else
+		snprintf(buf, n, "unable to write to standard output: %s%s",
+			 reason, who);
+}
+
+void prog_write_error(const char *path, int errnum)
+{
+	char msg[1024];
+
+	write_msg(msg, sizeof(msg), path, strerror(errnum), errnum == EPIPE);
+	prog_err("%s", msg);
+}
+
+/* s less prefix, when it starts with it. */
+static const char *skip_prefix(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return strncmp(s, prefix, n) == 0 ? s + n : s;
+}
+
+void prog_write_why(char *buf, size_t n, const char *path,
+		    const rec_writer *w, int err)
+{
+	const char *d = w ? rec_writer_detail(w) : NULL;
+	const char *name = prog_output_name(path);
+	size_t len = strlen(name);
+
+	if (d == NULL || d[0] == '\0') {
+		d = err == REC_E_EPIPE ? strerror(EPIPE) : rec_strerror(err);
+	} else {
+		/* the detail is "NAME: write error: why" or "NAME: why" */
+		if (strncmp(d, name, len) == 0 && d[len] == ':' &&
+		    d[len + 1] == ' ')
+			d += len + 2;
+		d = skip_prefix(d, "write error: ");
+	}
+	write_msg(buf, n, path, d, err == REC_E_EPIPE ||
+				   strcmp(d, strerror(EPIPE)) == 0);
+}
+
+int prog_write_failed(const char *path, const rec_writer *w, int err)
+{
+	char msg[1024];
+
+	prog_write_why(msg, sizeof(msg), path, w, err);
+	prog_err("%s", msg);
+	return -1;
+}
+
+const char *prog_plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
 }
 
 void prog_abort_output(int fd)

@@ -12,6 +12,8 @@
 
 #define MELPIPE_VERSION "0.1.0"
 
+struct rec_writer; /* lib/rec.h */
+
 /* One convention for the whole suite. */
 #define EXIT_OK 0    /* done; per-item problems were warned about */
 #define EXIT_FAIL 1  /* runtime failure: bad input stream, I/O, --strict */
@@ -56,12 +58,36 @@ int prog_open_input(const char *path);
 int prog_open_output(const char *path);
 /* Once the stream is complete (its trailer written): closes fd (stdout
  * too: the next stage sees the end at once) and, for a file, syncs it and
- * puts it in place. 0, or -1 after a message naming name, with no file
- * put in place. */
-int prog_commit_output(int fd, const char *name);
+ * puts it in place. 0, or -1 after a message naming path (NULL: standard
+ * output), with no file put in place. */
+int prog_commit_output(int fd, const char *path);
 /* On failure: closes fd (not stdout) and removes the temporary file.
  * Accepts -1. */
 void prog_abort_output(int fd);
+
+/* How messages name an output: path, or "standard output" for NULL. What
+ * a stage gives rec_writer_opts.name, so that prog_write_failed() can
+ * take it off the writer's detail. */
+const char *prog_output_name(const char *path);
+/* Reports that writing to path (NULL: standard output) failed with errno
+ * errnum, in one line: "unable to write to 'out.rec': No space left on
+ * device"; a reader gone away (EPIPE) is said as such: "unable to write
+ * to standard output: Broken pipe (the next stage stopped reading)". */
+void prog_write_error(const char *path, int errnum);
+/* The same for the record writer w (NULL when it did not open) that
+ * failed with err (0 when not known: the detail tells), from its detail
+ * (less the output's name, given it as prog_output_name(path)), or
+ * rec_strerror(err). Returns -1. */
+int prog_write_failed(const char *path, const struct rec_writer *w,
+		      int err);
+/* prog_write_failed()'s message, without the program's name, into buf of
+ * n bytes: for a thread that hands its message on. */
+void prog_write_why(char *buf, size_t n, const char *path,
+		    const struct rec_writer *w, int err);
+
+/* "clip" or "clips", as n asks: for counts in messages ("1 clip", "0
+ * clips", "2 clips"). */
+const char *prog_plural(uint64_t n, const char *one, const char *many);
 
 /* Option arguments: on a bad value a usage error naming the option. */
 uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,

@@ -83,13 +83,14 @@ static void usage(FILE *f)
 "  -h, --help             show this help and exit\n"
 "  -V, --version          show the version and exit\n"
 "\n"
-"Example:\n"
-"  wavcat --rate 4096 DATA/ | segment --len 512 | gpumel --n-fft 512 \\\n"
-"      --hop 512 --n-mels 32 --no-center --dtype f16 | h5pack -o out.h5\n"
-"\n"
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"
-"usable GPU with --device cuda), 2 usage error.\n",
+"usable GPU with --device cuda), 2 usage error.\n"
+"\n"
+"Examples:\n"
+"  wavcat --rate 4096 DATA/ | segment --len 512 |\n"
+"  gpumel --n-fft 512 --hop 512 --n-mels 32 --no-center --dtype f16 |\n"
+"  h5pack -o out.h5\n",
 		prog_name);
 }
 
@@ -284,7 +285,7 @@ static void parse_other(struct options *o, int c, const char *arg)
 	case OPT_PRESET:
 		o->preset = pick("--preset", arg, mel_preset_names + 1) + 1;
 		break;
-	default: /* '?': getopt_long has said what */
+	default: /* '?': prog_getopt has said what */
 		prog_usage_hint();
 	}
 }
@@ -295,8 +296,7 @@ void gpumel_parse_args(int argc, char **argv, struct options *o)
 
 	memset(o, 0, sizeof(*o));
 	o->cuda_index = -1;
-	while ((c = getopt_long(argc, argv, "hj:o:qVv", longopts, NULL)) !=
-	       -1) {
+	while ((c = prog_getopt(argc, argv, "hj:o:qVv", longopts)) != -1) {
 		if (!prog_common_opt(c, optarg, &o->co, usage) &&
 		    parse_transform(o, c, optarg) < 0 &&
 		    parse_scale(o, c, optarg) < 0)

@@ -204,8 +204,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:hj:no:qVv", longopts, NULL)) !=
-	       -1) {
+	while ((c = prog_getopt(argc, argv, "c:hj:no:qVv", longopts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
 		switch (c) {
@@ -223,7 +222,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'n':
 			o->no_clobber = 1;
 			break;
-		default: /* '?': getopt_long has said what */
+		default: /* '?': prog_getopt has said what */
 			prog_usage_hint();
 		}
 	}
@@ -523,9 +522,11 @@ static int check_usable(const h5out *h, const struct h5out_opts *ho,
 	if (!c.clips)
 		prog_err("the stream holds no clips: not writing '%s'", name);
 	else
-		prog_err("no clip was usable: all %" PRIu64 " inputs were "
-			 "skipped (why: the warnings above, or recdump of the "
-			 "stream); not writing '%s'", c.skipped, name);
+		prog_err("no clip was usable: %s %" PRIu64 " %s skipped (why: "
+			 "the warnings above, or recdump of the stream); not "
+			 "writing '%s'", c.skipped == 1 ? "its" : "all",
+			 c.skipped, c.skipped == 1 ? "input was" :
+			 "inputs were", name);
 	return -1;
 }
 
@@ -540,7 +541,8 @@ static void summary(const char *name, const h5out *h)
 
 	h5out_counts(h, &c);
 	if (!c.has_group[1] && !c.has_group[2] && !c.has_group[3]) {
-		snprintf(rows, sizeof(rows), "%" PRIu64 " rows", c.rows[0]);
+		snprintf(rows, sizeof(rows), "%" PRIu64 " %s", c.rows[0],
+			 prog_plural(c.rows[0], "row", "rows"));
 	} else {
 		for (int s = 1; s < 5; s++) {
 			int i = s & 3; /* training, validation, testing, all */
@@ -553,8 +555,9 @@ static void summary(const char *name, const h5out *h)
 		}
 		snprintf(rows + len, sizeof(rows) - len, " rows");
 	}
-	prog_warn("wrote '%s': %s from %" PRIu64 " clips, %" PRIu64
-		  " skipped", name, rows, c.clips, c.skipped);
+	prog_warn("wrote '%s': %s from %" PRIu64 " %s, %" PRIu64
+		  " skipped", name, rows, c.clips,
+		  prog_plural(c.clips, "clip", "clips"), c.skipped);
 }
 
 static void report(const rec_reader *r, const h5out *h, double total,

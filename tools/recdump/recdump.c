@@ -123,7 +123,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->max_data = REC_DEFAULT_MAX_DATA;
-	while ((c = getopt_long(argc, argv, "hn:qsvV", longopts, NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "hn:qsvV", longopts)) != -1) {
 		/* -q also picks the output mode: verify only; its
 		 * verbosity is the shared one (-v after it still reports) */
 		if (c == 'q')
@@ -145,7 +145,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 's':
 			o->mode = MODE_SUMMARY;
 			break;
-		default: /* '?': getopt_long has said what */
+		default: /* '?': prog_getopt has said what */
 			prog_usage_hint();
 		}
 	}
@@ -473,9 +473,10 @@ static void check_clips(const struct totals *t, const rec_header *h,
 /* Output errors (a closed pipe, a full disk) end the run. */
 static void check_stdout(void)
 {
-	if (ferror(stdout))
-		prog_die("unable to write to standard output: %s",
-			 strerror(errno));
+	if (ferror(stdout)) {
+		prog_write_error(NULL, errno);
+		exit(EXIT_FAIL);
+	}
 }
 
 
@@ -528,9 +529,10 @@ static int dump(int fd, const char *name, const struct opts *o)
 	prog_info("%" PRIu64 " records, %" PRIu64 " bytes in %.3f s",
 		  rec_reader_count(r), rec_reader_offset(r), prog_now() - t0);
 out:
-	if (fflush(stdout) != 0 || ferror(stdout))
-		prog_die("unable to write to standard output: %s",
-			 strerror(errno));
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		prog_write_error(NULL, errno);
+		exit(EXIT_FAIL);
+	}
 	free(t.by_label);
 	rec_reader_close(r);
 	return status;

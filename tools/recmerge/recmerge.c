@@ -97,12 +97,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c, stdin_seen = 0;
 
-	while ((c = getopt_long(argc, argv, "ho:qVv", longopts, NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "ho:qVv", longopts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
 		if (c == OPT_ZSTD)
 			o->zstd = (int)prog_arg_u64("--zstd", optarg, 1, 19);
-		else /* '?': getopt_long has said what */
+		else /* '?': prog_getopt has said what */
 			prog_usage_hint();
 	}
 	if (optind == argc)
@@ -189,24 +189,20 @@ static void report(const struct job *job, const rec_writer *w,
 		prog_report_spliced(rec_writer_bytes(w),
 				    rec_writer_spliced(w));
 	}
-	prog_warn("done: %" PRIu64 " clips from %" PRIu32 " shards in %"
-		  PRIu64 " records, skipped %" PRIu64, job->clips, job->n,
-		  st->records, st->skipped);
+	prog_warn("done: %" PRIu64 " %s from %" PRIu32 " %s in %" PRIu64
+		  " %s, skipped %" PRIu64, job->clips,
+		  prog_plural(job->clips, "clip", "clips"), job->n,
+		  prog_plural(job->n, "shard", "shards"), st->records,
+		  prog_plural(st->records, "record", "records"), st->skipped);
 }
 
-static int write_failed(const rec_writer *w, int err)
-{
-	prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w) :
-		 rec_strerror(err));
-	return -1;
-}
 
 /* Checks every header, then opens the output and merges; the trailer
  * only when every shard was whole. */
 static int run(const struct options *o, int argc, char **argv)
 {
 	rec_writer_opts wo = { .zstd_level = o->zstd,
-			       .name = o->co.output ? o->co.output : "stdout",
+			       .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	struct shard *s = calloc(o->n_inputs, sizeof(*s));
@@ -233,17 +229,17 @@ static int run(const struct options *o, int argc, char **argv)
 		goto out;
 	err = rec_writer_open(&w, out_fd, h, &wo);
 	if (err) {
-		write_failed(w, err);
+		prog_write_failed(o->co.output, w, err);
 		goto out;
 	}
 	if (merge_clips(&job, w, &st))
 		goto out;
 	err = rec_writer_finish(w);
 	if (err) {
-		write_failed(w, err);
+		prog_write_failed(o->co.output, w, err);
 		goto out;
 	}
-	err = prog_commit_output(out_fd, wo.name);
+	err = prog_commit_output(out_fd, o->co.output);
 	out_fd = -1;
 	if (err)
 		goto out;

@@ -129,7 +129,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "ho:qVv", longopts, NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "ho:qVv", longopts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
 		switch (c) {
@@ -154,7 +154,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->len = (uint32_t)prog_arg_u64("--len", optarg, 1,
 							MAX_WINDOW);
 			break;
-		default: /* '?': getopt_long has said what */
+		default: /* '?': prog_getopt has said what */
 			prog_usage_hint();
 		}
 	}
@@ -213,10 +213,17 @@ uint32_t clip_next_segment(struct clip_state *cs, uint64_t clip)
 	return cs->next_segment;
 }
 
+/* -o FILE (NULL: standard output), for write_failed(), which the
+ * cutting calls deep down with the writer alone. */
+static const char *out_path;
+
 int write_failed(rec_writer *w, const char *what)
 {
-	prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w) : what);
-	return -1;
+	if (!rec_writer_detail(w)[0]) { /* out of memory */
+		prog_err("%s", what);
+		return -1;
+	}
+	return prog_write_failed(out_path, w, 0);
 }
 
 /* Writes the window of in that starts at sample start, padded with zeros
@@ -458,10 +465,12 @@ static void report(const rec_reader *r, const rec_writer *w,
 		prog_report_spliced(rec_writer_bytes(w),
 				    rec_writer_spliced(w));
 	}
-	prog_warn("done: %" PRIu64 " records into %" PRIu64 " windows (%"
-		  PRIu64 " padded), skipped %" PRIu64 " (%" PRIu64
-		  " shorter than one window)", st->in_audio, st->windows,
-		  st->padded, st->in_skipped + st->too_short, st->too_short);
+	prog_warn("done: %" PRIu64 " %s into %" PRIu64 " %s (%" PRIu64
+		  " padded), skipped %" PRIu64 " (%" PRIu64
+		  " shorter than one window)", st->in_audio,
+		  prog_plural(st->in_audio, "record", "records"), st->windows,
+		  prog_plural(st->windows, "window", "windows"), st->padded,
+		  st->in_skipped + st->too_short, st->too_short);
 }
 
 /* Reads the header, opens the writer, cuts everything, writes the trailer
@@ -471,7 +480,7 @@ static int run(const struct options *o, int argc, char **argv)
 	const char *in_name = o->input ? o->input : "stdin";
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
 			       .data_crc = 1 };
-	rec_writer_opts wo = { .name = o->co.output ? o->co.output : "stdout",
+	rec_writer_opts wo = { .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	rec_reader *r = NULL;
@@ -499,6 +508,7 @@ static int run(const struct options *o, int argc, char **argv)
 	out_fd = prog_open_output(o->co.output);
 	if (out_fd < 0)
 		goto out;
+	out_path = o->co.output;
 	err = rec_writer_open(&w, out_fd, h, &wo);
 	if (err) {
 		write_failed(w, rec_strerror(err));
@@ -512,7 +522,7 @@ static int run(const struct options *o, int argc, char **argv)
 		write_failed(w, rec_strerror(err));
 		goto out;
 	}
-	err = prog_commit_output(out_fd, wo.name);
+	err = prog_commit_output(out_fd, o->co.output);
 	out_fd = -1;
 	if (err)
 		goto out;

@@ -307,6 +307,10 @@ void inputs_free(struct clip_list *cl)
 		free(cl->roots[i]);
 	free(cl->roots);
 	free(cl->match);
+	free(cl->excl_hit);
+	free(cl->key_example);
+	free(cl->root_real);
+	free(cl->rp_dir);
 	free(cl->underscore_example);
 	merge_free(cl->merge);
 	free(cl->buf);

@@ -263,7 +263,7 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	struct sink s = { .out = out, .dtype = cfg->dtype,
 			  .piece = cfg->piece_samples, .emit = emit,
 			  .ctx = ctx };
-	uint64_t want;
+	uint64_t want, full;
 	int64_t total;
 
 	if (rs && !cfg->resample) {
@@ -297,9 +297,11 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 		goto out;
 	/* Padded, or else the length soxr's output already has: this only
 	 * guards it. */
-	sink_set_len(&s, cfg->duration ? cfg->duration
-		     : rs ? scale_len((uint64_t)total, cfg->rate, in)
-			  : (uint64_t)total);
+	full = rs ? scale_len((uint64_t)total, cfg->rate, in) : (uint64_t)total;
+	if (cfg->duration)
+		out->fitted = full < cfg->duration ? 1
+			      : full > cfg->duration ? -1 : 0;
+	sink_set_len(&s, cfg->duration ? cfg->duration : full);
 out:
 	d->t_emit += s.t_emit;
 	if (s.nomem) {
@@ -347,6 +349,7 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	out->offset = 0;
 	out->clip_samples = 0;
 	out->clipped = 0;
+	out->fitted = 0;
 	out->reason[0] = '\0';
 	fd = open_regular(path, &st, out);
 	if (fd < 0)

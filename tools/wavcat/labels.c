@@ -461,7 +461,10 @@ static int warn_unused_labels(const char *file, const struct label_table *lt,
 		if (len >= sizeof(list))
 			len = sizeof(list) - 1;
 	}
-	if (n_unused > 0)
+	if (n_unused == 1)
+		prog_warn("1 label of '%s' names no input (no clip gets it; "
+			  "its id stays in the table): %s", file, list);
+	else if (n_unused > 1)
 		prog_warn("%zu labels of '%s' name no input (no clip gets "
 			  "them; their ids stay in the table): %s%s", n_unused,
 			  file, list, n_unused > 5 ? ", ..." : "");

@@ -37,13 +37,13 @@ struct run {
 	char *first_bad;         /* --strict: the first of them, and why */
 	char splits[64];
 	int fd;
-	const char *out_name;
 	rec_header *h;
 	rec_writer *w;
 	struct pool *pool;
 	uint64_t n_own;          /* the clips of this shard (all: cl.n) */
 	uint64_t listed;         /* clips read from the list so far */
 	uint64_t n_ok, n_skipped, clipped;
+	uint64_t n_trimmed, n_padded; /* of n_ok, to --duration/--samples */
 	uint64_t n_pieced, n_pieces, n_cut; /* clips in pieces, their
 					       pieces, clips cut short */
 	uint64_t n_samples;      /* samples written */
@@ -63,10 +63,8 @@ static int open_output(struct run *r)
 				 strerror(errno));
 			return -1;
 		}
-		r->out_name = "standard output";
 		return 0;
 	}
-	r->out_name = r->o.co.output;
 	r->fd = prog_open_output(r->o.co.output);
 	return r->fd < 0 ? -1 : 0;
 }
@@ -137,6 +135,7 @@ static int probe_unusable(struct run *r, uint64_t i, const struct clip *c,
 static int choose_rate(struct run *r)
 {
 	struct decode_cfg like = r->cfg;
+	const char *see = r->o.strict ? "" : " (see above)";
 	char q[512], why[256];
 	struct clip c;
 	uint64_t i;
@@ -163,9 +162,12 @@ static int choose_rate(struct run *r)
 	if (got == 0) {
 		if (r->first_bad)
 			prog_err("%s", r->first_bad);
-		prog_err("no usable input: all %llu inputs are unusable%s",
-			 (unsigned long long)r->cl.n,
-			 r->o.strict ? "" : " (see above)");
+		if (r->cl.n == 1)
+			prog_err("no usable input: the only input is "
+				 "unusable%s", see);
+		else
+			prog_err("no usable input: all %llu inputs are "
+				 "unusable%s", (unsigned long long)r->cl.n, see);
 		return -1;
 	}
 	r->rate_from = strdup(c.path);
@@ -255,26 +257,15 @@ static int add_job(struct run *r)
 	return 0;
 }
 
-static const char *writer_why(const rec_writer *w, int err)
-{
-	const char *d = w ? rec_writer_detail(w) : "";
-
-	return d && *d ? d : rec_strerror(err);
-}
-
 static int open_writer(struct run *r)
 {
 	rec_writer_opts wo = { .zstd_level = r->o.zstd,
-			       .name = r->out_name, .write_behind = 1,
+			       .name = prog_output_name(r->o.co.output),
+			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
-	if (err) {
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 writer_why(r->w, err));
-		return -1;
-	}
-	return 0;
+	return err ? prog_write_failed(r->o.co.output, r->w, err) : 0;
 }
 
 /* A record of clip c (number i): the fields every record of it has. */
@@ -299,11 +290,8 @@ static int put(struct run *r, const rec_item *it, const uint32_t *crc)
 	int err = crc ? rec_write_crc(r->w, it, *crc) : rec_write(r->w, it);
 
 	r->t_write += prog_now() - t0;
-	if (err) {
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 writer_why(r->w, err));
-		return -1;
-	}
+	if (err)
+		return prog_write_failed(r->o.co.output, r->w, err);
 	return 0;
 }
 
@@ -387,6 +375,8 @@ static int write_clip(struct run *r, uint64_t n)
 		err = put_skipped(r, i, &j->clip, &j->out);
 	} else {
 		r->n_ok++;
+		r->n_trimmed += j->out.fitted < 0;
+		r->n_padded += j->out.fitted > 0;
 		err = put_samples(r, i, &j->clip, &j->out,
 				  j->out.offset ? REC_ITEM_CONT : 0);
 	}
@@ -485,41 +475,61 @@ static int finish(struct run *r)
 	int err = rec_writer_finish(r->w);
 
 	r->t_write += prog_now() - t0;
-	if (err) {
-		prog_err("unable to write to '%s': %s", r->out_name,
-			 writer_why(r->w, err));
-		return -1;
-	}
-	err = prog_commit_output(r->fd, r->out_name);
+	if (err)
+		return prog_write_failed(r->o.co.output, r->w, err);
+	err = prog_commit_output(r->fd, r->o.co.output);
 	r->fd = -1;
 	return err ? -1 : 0;
 }
 
+/* With --duration or --samples, how many clips it changed, for the
+ * summary: " (3 trimmed and 2 padded to 1 s)"; else "". */
+static void fit_note(const struct run *r, char *buf, size_t n)
+{
+	if (r->o.samples)
+		snprintf(buf, n, " (%llu trimmed and %llu padded to %llu "
+			 "samples)", (unsigned long long)r->n_trimmed,
+			 (unsigned long long)r->n_padded,
+			 (unsigned long long)r->o.samples);
+	else if (r->o.duration_s > 0)
+		snprintf(buf, n, " (%llu trimmed and %llu padded to %g s)",
+			 (unsigned long long)r->n_trimmed,
+			 (unsigned long long)r->n_padded, r->o.duration_s);
+	else
+		buf[0] = '\0';
+}
+
 static void report(const struct run *r)
 {
+	char fit[128];
+
 	if (r->o.shard_given)
 		prog_info("shard %lu/%lu: %llu of the job's %llu clips",
 			  (unsigned long)r->o.shard.k,
 			  (unsigned long)r->o.shard.n,
 			  (unsigned long long)r->n_own,
 			  (unsigned long long)r->cl.n);
+	fit_note(r, fit, sizeof(fit));
 	if (r->n_cut)
-		prog_warn("done %llu clips, skipped %llu (%llu of them cut "
+		prog_warn("done %llu %s%s, skipped %llu (%llu of them cut "
 			  "short, kept up to the failure)",
 			  (unsigned long long)r->n_ok,
+			  prog_plural(r->n_ok, "clip", "clips"), fit,
 			  (unsigned long long)r->n_skipped,
 			  (unsigned long long)r->n_cut);
 	else
-		prog_warn("done %llu clips, skipped %llu",
+		prog_warn("done %llu %s%s, skipped %llu",
 			  (unsigned long long)r->n_ok,
+			  prog_plural(r->n_ok, "clip", "clips"), fit,
 			  (unsigned long long)r->n_skipped);
 	prog_info("%llu records, %llu bytes in %.2f s",
 		  (unsigned long long)rec_writer_count(r->w),
 		  (unsigned long long)rec_writer_bytes(r->w),
 		  prog_now() - r->t0);
-	prog_info("%llu samples; %llu clips longer than %llu samples in %llu "
+	prog_info("%llu samples; %llu %s longer than %llu samples in %llu "
 		  "pieces", (unsigned long long)r->n_samples,
 		  (unsigned long long)r->n_pieced,
+		  prog_plural(r->n_pieced, "clip", "clips"),
 		  (unsigned long long)r->cfg.piece_samples,
 		  (unsigned long long)r->n_pieces);
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "

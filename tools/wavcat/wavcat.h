@@ -62,9 +62,16 @@ struct clip_list {
 	const char *root_dir; /* --root: paths under it are keyed and
 				 labelled as found in that folder */
 	int root_idx;       /* its index in roots */
+	char *root_real;    /* --root with links resolved (realpath) */
+	char *rp_dir;       /* the folder of the path last keyed by */
+	size_t rp_len;      /* realpath (rp_dir, its length) and where */
+	size_t rp_key;      /* its key starts; SIZE_MAX: not under --root */
 	char *const *excludes; /* --exclude patterns */
 	size_t n_excludes;
 	char *match;        /* a key cut at a folder, for --exclude */
+	unsigned char *excl_hit; /* per pattern: it left an input out */
+	size_t n_unhit;     /* patterns that have left none out yet */
+	char *key_example;  /* the first key matched against them */
 	int keep_underscore; /* --include-underscore */
 	uint64_t n_excluded, n_underscore; /* inputs left out */
 	char *underscore_example; /* the first folder left out for '_' */
@@ -273,6 +280,8 @@ struct decoded {
 				  clip decoded, offset + n; cut short, as
 				  in its pieces */
 	uint64_t clipped;    /* samples clipped to 16 bits */
+	int fitted;          /* with a duration, a clip decoded whole was:
+				+1 padded to it, -1 trimmed, 0 neither */
 	uint32_t crc;        /* CRC32C of the n samples' bytes */
 	char reason[256];
 };

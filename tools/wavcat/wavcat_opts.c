@@ -96,12 +96,16 @@ static void usage(FILE *f)
 "                      taken as found in the folder DATA: keys relative to\n"
 "                      it, labels from the first folder under it, its\n"
 "                      split lists; a list and the folder give the same\n"
-"                      stream. A path not under DATA (as written, ./ and //\n"
-"                      aside) stops the run, or in a list is unusable\n"
+"                      stream. Paths are under DATA as written (./ and //\n"
+"                      aside) or once links are resolved (absolute paths\n"
+"                      for a relative DATA, or the reverse). One not\n"
+"                      under it, or with '..' below it, stops the run, or\n"
+"                      in a list is unusable\n"
 "  --exclude=GLOB      leave out inputs whose key, or one of its leading\n"
 "                      folders (yes, yes/deep for yes/deep/a.wav), matches\n"
 "                      GLOB (fnmatch: * also matches /); repeatable. Left\n"
-"                      out, a file is no input: no clip index, no label\n"
+"                      out, a file is no input: no clip index, no label.\n"
+"                      A GLOB that leaves no input out is warned about\n"
 "  --include-underscore\n"
 "                      keep the files in top folders (under an input folder\n"
 "                      or --root) whose names start with '_', left out by\n"
@@ -374,11 +378,10 @@ void parse_options(int argc, char **argv, struct options *o)
 	o->excludes = malloc((size_t)argc * sizeof(*o->excludes));
 	if (o->excludes == NULL)
 		prog_die("out of memory");
-	while ((c = getopt_long(argc, argv, "0hj:o:qvV", long_opts,
-				NULL)) != -1) {
+	while ((c = prog_getopt(argc, argv, "0hj:o:qvV", long_opts)) != -1) {
 		if (prog_common_opt(c, optarg, &o->co, usage))
 			continue;
-		if (parse_opt(c, optarg, o)) /* getopt_long has said what */
+		if (parse_opt(c, optarg, o)) /* prog_getopt has said what */
 			prog_usage_hint();
 	}
 	if ((o->split.val_list || o->split.test_list) && !o->split_given)
