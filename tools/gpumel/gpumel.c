@@ -226,7 +226,7 @@ static int open_writer(struct run *r, const struct options *o,
 		       const mel_params *p, int argc, char **argv)
 {
 	rec_writer_opts wo = { .buffer_size = WRITE_BUFFER,
-			       .name = o->output ? o->output : "stdout",
+			       .name = prog_output_name(o->output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy() };
 	int err;
@@ -237,11 +237,8 @@ static int open_writer(struct run *r, const struct options *o,
 		return -1;
 	}
 	err = rec_writer_open(&r->wr, r->out_fd, r->oh, &wo);
-	if (err) {
-		prog_err("%s", rec_writer_detail(r->wr)[0] ?
-			 rec_writer_detail(r->wr) : rec_strerror(err));
-		return -1;
-	}
+	if (err)
+		return prog_write_failed(o->output, r->wr, err);
 	return 0;
 }
 
@@ -255,6 +252,7 @@ static int run_stream(struct run *r, const struct options *o,
 	lp->be = r->be;
 	lp->rd = r->rd;
 	lp->wr = r->wr;
+	lp->out_path = o->output;
 	lp->out_size = rec_dtype_size(p->out_dtype);
 	lp->batch_recs = o->batch;
 	lp->target_in = BATCH_BYTES;
@@ -284,7 +282,7 @@ static void close_output(struct run *r, const struct options *o)
 	rec_writer_close(r->wr);
 	r->wr = NULL;
 	r->out_fd = -1;
-	if (prog_commit_output(fd, o->output ? o->output : "stdout") < 0)
+	if (prog_commit_output(fd, o->output) < 0)
 		exit(EXIT_FAIL);
 }
 

@@ -123,9 +123,12 @@ static void *writer_main(void *arg)
 		err = rec_writer_finish(lp->wr);
 		lp->st.t_write += prog_now() - t0;
 	}
-	if (err)
-		loop_fail(lp, "%s", rec_writer_detail(lp->wr)[0] ?
-			  rec_writer_detail(lp->wr) : rec_strerror(err));
+	if (err) {
+		char why[512];
+
+		prog_write_why(why, sizeof(why), lp->out_path, lp->wr, err);
+		loop_fail(lp, "%s", why);
+	}
 	return NULL;
 }
 

@@ -109,6 +109,7 @@ struct loop {
 	mel_backend *be;
 	rec_reader *rd;
 	rec_writer *wr;
+	const char *out_path;  /* -o FILE, NULL: standard output */
 	size_t out_size;
 	struct hbatch *hb;
 	size_t n_hb;

@@ -67,18 +67,15 @@ static void refuse_clip(const struct shard *s, const struct job *job,
 			 ")", s->name, s->k, job->n, i, recno, c);
 }
 
-static int write_record(struct shard *s, rec_writer *w,
-			struct merge_stats *st)
+static int write_record(struct shard *s, const struct job *job,
+			rec_writer *w, struct merge_stats *st)
 {
 	uint32_t crc;
 	int err = rec_reader_data_crc(s->r, &crc) ?
 		  rec_write_crc(w, &s->next, crc) : rec_write(w, &s->next);
 
-	if (err) {
-		prog_err("%s", rec_writer_detail(w)[0] ? rec_writer_detail(w)
-			 : rec_strerror(err));
-		return -1;
-	}
+	if (err)
+		return prog_write_failed(job->output, w, err);
 	st->records++;
 	st->skipped += s->next.type == REC_T_SKIPPED;
 	s->state = SHARD_NEED;
@@ -98,7 +95,7 @@ static int merge_clip(const struct job *job, uint64_t i, rec_writer *w,
 		return -1;
 	}
 	while (s->state == SHARD_HAVE && s->next.clip == i)
-		if (write_record(s, w, st) || fetch(s))
+		if (write_record(s, job, w, st) || fetch(s))
 			return -1;
 	s->clips++;
 	return 0;

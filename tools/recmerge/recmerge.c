@@ -221,6 +221,7 @@ static int run(const struct options *o, int argc, char **argv)
 		s[i].fd = -1;
 	if (open_shards(o, s) || shards_check(s, o->n_inputs, &job))
 		goto out;
+	job.output = o->co.output;
 	h = shards_output_header(&job, argc, argv);
 	if (!h)
 		goto out;

@@ -36,6 +36,7 @@ struct job {
 	uint32_t n;           /* shards */
 	uint64_t clips;       /* the whole job's clips */
 	struct shard **by_k;  /* n entries: by_k[K] holds shard K/N */
+	const char *output;   /* -o FILE, NULL: standard output */
 };
 
 /* Checks the headers of the n opened streams s[] (readers open, in
