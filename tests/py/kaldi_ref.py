@@ -48,7 +48,10 @@ class Options:
                     frame_shift_ms=10.0, snip_edges=1, dither=0.0, seed=0,
                     preemphasis=0.97, remove_dc_offset=1, window="povey",
                     round_to_power_of_two=1, low_freq=20.0, high_freq=0.0,
-                    use_energy=0, energy_floor=1.0, raw_energy=1)
+                    use_energy=0, energy_floor=1.0, raw_energy=1,
+                    win_length=0, hop_length=0, n_fft=0)
+    # win_length, hop_length, n_fft (gpumel's names): the sizes in
+    # samples when not 0, over the milliseconds and the power of two
 
     @classmethod
     def defaults(cls):
@@ -84,15 +87,15 @@ def noise(seed, clip, pos, n):
 
 def sizes(sr, o):
     """(window_size, window_shift, padded_window_size), as torchaudio
-    computes them: int(sr * ms * 0.001)."""
-    w = int(sr * o["frame_length_ms"] * 0.001)
-    s = int(sr * o["frame_shift_ms"] * 0.001)
+    computes them: int(sr * ms * 0.001), unless given in samples."""
+    w = o.get("win_length") or int(sr * o["frame_length_ms"] * 0.001)
+    s = o.get("hop_length") or int(sr * o["frame_shift_ms"] * 0.001)
     p = w
     if o["round_to_power_of_two"]:
         p = 1
         while p < w:
             p *= 2
-    return w, s, p
+    return w, s, o.get("n_fft") or p
 
 
 def frame_starts(n, w, s, snip):
