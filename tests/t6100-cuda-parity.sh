@@ -7,6 +7,8 @@ SO=$MELPIPE_BIN/gpumel-cuda.so
 need_cuda_so
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
+KREF="$PYTHON -W ignore $TEST_DIRECTORY/py/kaldi_ref.py"
+PC="$PYTHON -W ignore $TEST_DIRECTORY/py/gpumel_pieces.py"
 
 # gpu_vs_cpu NAME IN [gpumel options]: the GPU's features (fused FFT where
 # n_fft allows, and through cuFFT in chunks of 1000 frames) equal the CPU
@@ -137,6 +139,68 @@ test_expect_success GPU 'described windows give what copied windows give' '
 		gpumel -q --device cpu --n-fft 512 --hop 128 cop.rec >c.cpu &&
 		$CMP close w.cufft c.cpu --input cop.rec || exit 1
 	done
+'
+
+# kaldi_gpu NAME IN [options]: --preset kaldi on the GPU against the
+# float64 reference of Kaldi fbank (kaldi_ref.py, the same options), and
+# against the CPU backend (the same dither noise included).
+kaldi_gpu() {
+	name=$1 in=$2
+	shift 2
+	gpumel -q --device cuda --preset kaldi "$@" "$in" >"$name.gpu" &&
+	$KREF check "$in" "$name.gpu" "$@" &&
+	gpumel -q --device cpu --preset kaldi "$@" "$in" >"$name.cpu" &&
+	$CMP close "$name.gpu" "$name.cpu" --input "$in"
+}
+
+test_expect_success GPU '--preset kaldi: fbank against float64 and the CPU' '
+	$MK --n 30 --len 1:48000 --lens 0,1,79,80,399,400,401,561 \
+		--dtype s16 --rate 16000 --seed 25 >k16.rec &&
+	$MK --n 20 --len 1:24000 --lens 39,40,199,200,201 --dtype mixed \
+		--rate 8000 --seed 26 >k8.rec &&
+	kaldi_gpu kd k16.rec &&
+	kaldi_gpu kn k16.rec --snip-edges=false --use-energy=true &&
+	kaldi_gpu kw k16.rec --window=hamming --round-to-power-of-two=false \
+		--use-energy=true --raw-energy=false &&
+	kaldi_gpu kb k16.rec --window=blackman --preemphasis=0 \
+		--remove-dc-offset=false --num-mel-bins=80 &&
+	kaldi_gpu k8 k8.rec --snip-edges=false --window=rect --low-freq=0 \
+		--high-freq=-200 --energy-floor=0 --use-energy=true &&
+	kaldi_gpu k8h k8.rec --window=hann --frame-length-ms=32 \
+		--frame-shift-ms=8
+'
+
+test_expect_success GPU '--preset kaldi --dither: the noise the CPU adds' '
+	kaldi_gpu kdi k16.rec --dither=1 --seed=9 --snip-edges=false &&
+	kaldi_gpu kdi8 k8.rec --dither=0.3 --use-energy=true
+'
+
+test_expect_success GPU '--preset kaldi: batches, graphs, windows, pieces' '
+	o="--preset kaldi --dither=1 --snip-edges=false --use-energy=true" &&
+	gpumel -q --device cuda $o k16.rec >kb0.rec &&
+	gpumel -q --device cuda $o --batch 3 k16.rec >kb3.rec &&
+	MELPIPE_CUDA_GRAPH=0 gpumel -q --device cuda $o --batch 3 k16.rec \
+		>kg0.rec &&
+	$CMP same kb3.rec kg0.rec &&
+	$CMP close kb3.rec kb0.rec --input k16.rec &&
+	segment -q --len 4000 --hop 1500 k16.rec >kwin.rec &&
+	segment -q --copy --len 4000 --hop 1500 k16.rec >kcop.rec &&
+	gpumel -q --device cuda $o kwin.rec >kw.gpu &&
+	gpumel -q --device cuda $o kcop.rec >kc.gpu &&
+	$CMP close kw.gpu kc.gpu --input kcop.rec &&
+	rec-copy --pieces 777 <k16.rec >k16.p.rec &&
+	MELPIPE_GPUMEL_FRAMES=7 gpumel -q --device cuda $o k16.p.rec \
+		>kp.rec &&
+	$PC join kb0.rec kp.rec --rel 1e-5 &&
+	f="--preset kaldi --use-energy=true" &&
+	gpumel -q --device cuda $f k8.rec >k32.gpu &&
+	gpumel -q --device cuda $f --dtype f16 k8.rec >k16.gpu &&
+	gpumel -q --device cuda $f --dtype bf16 k8.rec >kbf.gpu &&
+	$CMP cast k32.gpu k16.gpu &&
+	$CMP cast k32.gpu kbf.gpu &&
+	test_expect_code 1 env MELPIPE_CUDA_FFT=fused gpumel -q \
+		--device cuda --preset kaldi k8.rec >x.rec 2>err &&
+	test_grep "fbank runs on the cuFFT path" err
 '
 
 test_expect_success GPU 'a GPU that does not exist is an error naming it' '

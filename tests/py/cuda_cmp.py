@@ -13,8 +13,9 @@ FFT path against the other, one batch size against another).
         gpumel_ref.py does: bands below 1e-10 (power; 1e-5 magnitude) of
         their filter's weight sum times the frame's energy. Those only have
         to be as small on both sides (neither above 10 times that floor
-        unless within 1% of the other). Without IN, none output allows an
-        absolute 1e-5 of the record's largest value instead;
+        unless within 1% of the other); for Kaldi fbank (feature=fbank)
+        the bands kaldi_ref.py calls weak. Without IN, none output allows
+        an absolute 1e-5 of the record's largest value instead;
     cuda_cmp.py cast F32.rec OTHER.rec
         OTHER (f16 or bf16 output of the same run) is F32 rounded to
         nearest even, bit for bit, top_db included (the clamp commutes with
@@ -34,9 +35,11 @@ import numpy as np
 from gpumel_rec import T_FEATURES, DTYPES, meta_tuple, read_stream
 
 NP = {DTYPES["f32"]: "<f4", DTYPES["f16"]: "<f2", DTYPES["bf16"]: "<u2"}
-MEL_KEYS = ("n_fft", "win_length", "hop_length", "window", "center",
-            "pad_mode", "n_mels", "fmin", "fmax", "mel_scale", "norm",
-            "power", "log", "amin", "top_db", "bin_freqs")
+MEL_KEYS = ("feature", "n_fft", "win_length", "hop_length", "window",
+            "center", "pad_mode", "n_mels", "n_features", "fmin", "fmax",
+            "mel_scale", "norm", "power", "log", "amin", "top_db",
+            "bin_freqs", "snip_edges", "dither", "seed", "preemphasis",
+            "remove_dc_offset", "use_energy", "raw_energy", "energy_floor")
 
 
 def values(it):
@@ -154,6 +157,43 @@ class Weak:
         return v
 
 
+class KaldiWeak:
+    """Weak for fbank: kaldi_ref.py's float64 bands and its floor (WEAK
+    times the frame's power times the filter's weight sum), the energy
+    row never weak."""
+
+    def __init__(self, h):
+        import kaldi_ref
+        self.ref = kaldi_ref
+        self.sr = float(h["sample_rate"])
+        o = kaldi_ref.Options.defaults()
+        o.update(num_mel_bins=int(h["n_mels"]),
+                 snip_edges=int(h["snip_edges"]),
+                 dither=float(h["dither"]), seed=int(h["seed"]),
+                 preemphasis=float(h["preemphasis"]),
+                 remove_dc_offset=int(h["remove_dc_offset"]),
+                 window=h["window"], low_freq=float(h["fmin"]),
+                 high_freq=float(h["fmax"]),
+                 use_energy=int(h["use_energy"]),
+                 energy_floor=float(h["energy_floor"]),
+                 raw_energy=int(h["raw_energy"]))
+        o.update(win_length=int(h["win_length"]),
+                 hop_length=int(h["hop_length"]), n_fft=int(h["n_fft"]))
+        self.o = o
+
+    def floor(self, item):
+        x = self.ref.kaldi_samples(item)
+        _, bands, power, fsum = self.ref.fbank(
+            x, self.sr, self.o, item.clip, item.offset, detail=True)
+        fl = self.ref.WEAK * power[:, None] * fsum[None, :]
+        if self.o["use_energy"]:
+            fl = np.concatenate([np.zeros((len(fl), 1)), fl], axis=1)
+        return fl.T
+
+    def linear(self, v):
+        return np.exp(v)
+
+
 def header(pairs):
     h = {}
     for k, v in pairs:
@@ -213,7 +253,7 @@ def close(args):
     log = ha.get("log", "db")
     weak, inputs = None, {}
     if args.input:
-        weak = Weak(hb)
+        weak = KaldiWeak(hb) if hb.get("feature") == "fbank" else Weak(hb)
         for it in read_stream(args.input)[1]:
             inputs[meta_tuple(it)] = it
     worst, n_vals, n_feat, n_weak = 0.0, 0, 0, 0

@@ -50,6 +50,12 @@ int prog_common_opt(int c, const char *arg, struct prog_common *co,
 int prog_getopt(int argc, char **argv, const char *shortopts,
 		const struct option *longopts)
 {
+	return prog_getopt_index(argc, argv, shortopts, longopts, NULL);
+}
+
+int prog_getopt_index(int argc, char **argv, const char *shortopts,
+		      const struct option *longopts, int *longindex)
+{
 	/* getopt_long names the program by argv[0] (only to print it, and
 	 * never moves it): ours for the call, a copy as argv is not const */
 	static char name[64];
@@ -58,7 +64,7 @@ int prog_getopt(int argc, char **argv, const char *shortopts,
 
 	snprintf(name, sizeof(name), "%s", prog_name);
 	argv[0] = name;
-	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	c = getopt_long(argc, argv, shortopts, longopts, longindex);
 	argv[0] = run_as;
 	return c;
 }

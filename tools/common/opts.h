@@ -55,5 +55,9 @@ int prog_common_opt(int c, const char *arg, struct prog_common *co,
  */
 int prog_getopt(int argc, char **argv, const char *shortopts,
 		const struct option *longopts);
+/* The same, with getopt_long's longindex: the index in longopts of the
+ * long option found (left as it was for a short one). */
+int prog_getopt_index(int argc, char **argv, const char *shortopts,
+		      const struct option *longopts, int *longindex);
 
 #endif

@@ -16,9 +16,15 @@
 extern "C" {
 #endif
 
-enum mel_window { MEL_WIN_HANN = 1, MEL_WIN_HAMMING = 2, MEL_WIN_RECT = 3 };
+/* hann, hamming and rect: periodic for mel features (torch, librosa),
+ * symmetric (period N - 1) for fbank, as Kaldi; povey and blackman are
+ * Kaldi's, for fbank only. */
+enum mel_window { MEL_WIN_HANN = 1, MEL_WIN_HAMMING = 2, MEL_WIN_RECT = 3,
+		  MEL_WIN_POVEY = 4, MEL_WIN_BLACKMAN = 5 };
 enum mel_pad { MEL_PAD_REFLECT = 1, MEL_PAD_CONSTANT = 2 };
-enum mel_scale { MEL_SCALE_HTK = 1, MEL_SCALE_SLANEY = 2 };
+/* kaldi: 1127 ln(1 + f / 700), triangles in the mel domain (fbank). */
+enum mel_scale { MEL_SCALE_HTK = 1, MEL_SCALE_SLANEY = 2,
+		 MEL_SCALE_KALDI = 3 };
 enum mel_norm { MEL_NORM_NONE = 0, MEL_NORM_SLANEY = 1 };
 enum mel_log { MEL_LOG_NONE = 0, MEL_LOG_DB = 1, MEL_LOG_LN = 2 };
 /* Where the filterbank puts the FFT bins (only mel_fb_build() reads it):
@@ -26,14 +32,40 @@ enum mel_log { MEL_LOG_NONE = 0, MEL_LOG_DB = 1, MEL_LOG_LN = 2 };
  * n_bins), which differs for an odd sample rate or an odd n_fft. */
 enum mel_bins { MEL_BINS_RFFT = 0, MEL_BINS_TORCH = 1 };
 
+/*
+ * What the rows of a frame hold. mel: the mel spectrogram (librosa,
+ * torchaudio). fbank: Kaldi's filterbank features as
+ * torchaudio.compliance.kaldi.fbank computes them: each frame of
+ * win_length samples (s16 samples as they are, f32 times 32768) dithered,
+ * its mean removed, pre-emphasised and windowed at the start of n_fft
+ * zeros; the power spectrum; the kaldi mel bank; ln(max(x, amin)); and
+ * with use_energy the log energy as row 0 (mfcc will come next).
+ */
+enum mel_feature { MEL_FEAT_MEL = 0, MEL_FEAT_FBANK = 1 };
+
+/* Kaldi's frame options (fbank only; zero for mel). */
+typedef struct mel_kaldi {
+	double dither;         /* Gaussian noise of this deviation, 0: none */
+	uint64_t seed;         /* of the noise (mel_dither_noise) */
+	float preemphasis;     /* x[i] -= c x[i - 1]; x[0] -= c x[0] */
+	int remove_dc;         /* subtract the frame's mean first */
+	int use_energy;        /* row 0: the frame's log energy */
+	int raw_energy;        /* energy before preemphasis and window */
+	double energy_floor;   /* > 0: the log energy at least its log */
+	int round_pow2;        /* n_fft: win_length's next power of two */
+} mel_kaldi;
+
 /* Every parameter of the transform, resolved (no "defaults" left). */
 typedef struct mel_params {
+	int feature;           /* enum mel_feature */
 	double sample_rate;
 	uint32_t n_fft;
 	uint32_t win_length;   /* <= n_fft; window centred in n_fft */
 	uint32_t hop_length;
-	int window;            /* enum mel_window (periodic, as torch/librosa) */
-	int center;            /* pad n_fft/2 each side before framing */
+	int window;            /* enum mel_window */
+	int center;            /* mel: pad n_fft/2 each side before framing;
+				  fbank: not snip_edges, Kaldi's framing
+				  (mel_n_frames) */
 	int pad_mode;          /* enum mel_pad, used when center; reflect
 				  as numpy.pad: x[-i] = x[i], repeated
 				  (period 2 * (n - 1)) when n_fft / 2 >= n,
@@ -49,13 +81,43 @@ typedef struct mel_params {
 	int out_dtype;         /* enum rec_dtype: REC_F32, REC_F16, REC_BF16 */
 	int bin_freqs;         /* enum mel_bins; 0 (librosa) unless the
 				  torchaudio preset is chosen */
+	mel_kaldi k;           /* fbank's frame options */
 } mel_params;
+
+/* Rows of a frame's features (dim0 of a features record): n_mels, and
+ * the energy's row when fbank has use_energy. */
+static inline uint32_t mel_n_rows(const mel_params *p)
+{
+	return p->n_mels + (p->feature == MEL_FEAT_FBANK && p->k.use_energy);
+}
+
+/* Samples of a frame: n_fft (mel: the window sits centred in them), or
+ * win_length (fbank: Kaldi's frame, zero-padded to n_fft for the FFT). */
+static inline uint32_t mel_frame_len(const mel_params *p)
+{
+	return p->feature == MEL_FEAT_FBANK ? p->win_length : p->n_fft;
+}
+
+/* Samples before sample 0 that frame 0 starts at: n_fft / 2 with mel's
+ * center; with fbank's center (no snip_edges) Kaldi's
+ * win_length / 2 - hop / 2 (frame t's middle at t * hop + hop / 2), which
+ * mel_kaldi_check keeps from going negative; else 0. */
+static inline uint32_t mel_pad_len(const mel_params *p)
+{
+	if (!p->center)
+		return 0;
+	if (p->feature == MEL_FEAT_FBANK)
+		return p->win_length / 2 - p->hop_length / 2;
+	return p->n_fft / 2;
+}
 
 /* Frames of a record of n samples: 0 when n is 0; center: the signal is
  * padded by n_fft / 2 (rounded down) on each side, so 1 + (n + 2 * (n_fft
  * / 2) - n_fft) / hop, which is 1 + n / hop for an even n_fft; otherwise
- * n >= n_fft ? 1 + (n - n_fft) / hop : 0. The host loop never puts a
- * record of 0 frames into a batch (it becomes a skipped record). */
+ * n >= n_fft ? 1 + (n - n_fft) / hop : 0. fbank, as Kaldi's NumFrames:
+ * (n + hop / 2) / hop without snip_edges (center), else n >= win_length ?
+ * 1 + (n - win_length) / hop : 0. The host loop never puts a record of 0
+ * frames into a batch (it becomes a skipped record). */
 uint64_t mel_n_frames(const mel_params *p, uint64_t n_samples);
 
 /*
@@ -75,8 +137,15 @@ typedef struct mel_fb {
  * -1 when out of memory. mel_fb_free() accepts NULL. */
 int mel_fb_build(const mel_params *p, mel_fb **out);
 void mel_fb_free(mel_fb *fb);
-/* The window of p, n_fft long (zero outside the centred win_length). */
+/* The window of p, n_fft long (zero outside the win_length samples:
+ * centred for mel, at the start for fbank). */
 void mel_window_build(const mel_params *p, double *w);
+/* Where the window's win_length samples start in the n_fft. */
+static inline uint32_t mel_window_left(const mel_params *p)
+{
+	return p->feature == MEL_FEAT_FBANK ? 0 :
+	       (p->n_fft - p->win_length) / 2;
+}
 
 /*
  * A batch: many records of one input dtype, concatenated. The host loop
@@ -92,6 +161,11 @@ typedef struct mel_rec {
 				matrix in out */
 	uint32_t flags;      /* MEL_REC_*; 0 for a record as it came */
 	uint32_t reserved;   /* 0 */
+	/* Where the record's frames lie in their clip, for the dither's
+	 * noise (fbank), which is keyed by them: clip, and the clip sample
+	 * where frame 0 starts (frame j at pos0 + j * hop; < 0 in padding). */
+	uint64_t clip;
+	int64_t pos0;
 } mel_rec;
 
 /*

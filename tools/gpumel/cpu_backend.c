@@ -10,10 +10,15 @@
  * Per frame: gather n_fft samples (padding at the record's edges when
  * centred), multiply by the window, r2c FFT, |X|^2 or |X|, the sparse mel
  * filterbank, the log, the cast to the output type, written straight into
- * the record's [n_mels][n_frames] matrix. --top-db needs each record's
+ * the record's [n_rows][n_frames] matrix. --top-db needs each record's
  * maximum: a record that one thread computed whole is clamped by that
  * thread at once; one split between threads is clamped after the join; a
  * record flagged MEL_REC_NO_CLAMP (a piece of an item) is not clamped.
+ *
+ * fbank frames are Kaldi's (kaldi_frame): win_length samples in Kaldi's
+ * scale, dithered, mean removed, pre-emphasised and windowed at the start
+ * of the n_fft, the log energy beside; the rest is the same path with
+ * ln(max(x, epsilon)), the energy in row 0 when asked for.
  */
 #include <errno.h>
 #include <fftw3.h>
@@ -26,6 +31,7 @@
 #include "../../lib/half.h"
 #include "../../lib/rec.h"
 #include "backend.h"
+#include "dither.h"
 
 /* A record only partly computed by one thread, with that part's max. */
 struct part {
@@ -40,7 +46,7 @@ struct worker {
 	float *frame;          /* n_fft windowed samples (FFTW input) */
 	fftwf_complex *spec;   /* n_bins (FFTW output) */
 	float *mag;            /* n_bins: |X|^2 or |X| */
-	float *mel;            /* n_mels of one frame after the log */
+	float *mel;            /* n_rows of one frame after the log */
 	uint16_t *mel16;       /* the same in a 16-bit output type */
 	uint64_t g0, g1;       /* this thread's frames in the batch */
 	struct part part[2];
@@ -53,6 +59,10 @@ struct cpu_ctx {
 	float *win_f32;        /* the window */
 	float *win_s16;        /* the window / 32768: scales s16 exactly */
 	uint32_t win_lo, win_hi; /* nonzero part of the window in n_fft */
+	uint32_t n_rows;       /* rows of a frame (mel_n_rows) */
+	uint32_t row0;         /* the first mel's row: 1 after the energy */
+	int fbank;             /* Kaldi's frames (kaldi_frame) */
+	double log_efloor;     /* fbank: ln(energy_floor), or -inf */
 	float amin, top_db;
 	float log_mul;         /* ln -> the output's log: 1, 10 or 20/ln 10 */
 	int clamp;             /* --top-db applies */
@@ -180,6 +190,86 @@ static void fill_frame(const struct cpu_ctx *c, const mel_batch *b,
 	}
 }
 
+/* Kaldi's reflection at a record's edges (ExtractWindow): -1 -> 0,
+ * n -> n - 1, repeated with period 2 n for frames longer than it. */
+static int64_t kaldi_index(int64_t i, int64_t n)
+{
+	int64_t m = i % (2 * n);
+
+	if (m < 0)
+		m += 2 * n;
+	return m < n ? m : 2 * n - 1 - m;
+}
+
+/* ln of the sum of squares of x[0, n), floored as Kaldi: at float's
+ * epsilon, then at energy_floor when that is > 0. */
+static float log_energy(const struct cpu_ctx *c, const float *x, uint32_t n)
+{
+	double e = 0.0;
+
+	for (uint32_t j = 0; j < n; j++)
+		e += (double)x[j] * x[j];
+	e = log(e > c->p.amin ? e : c->p.amin);
+	return (float)(e > c->log_efloor ? e : c->log_efloor);
+}
+
+/*
+ * Frame f of record r as Kaldi's ExtractWindow and ProcessWindow make it,
+ * in frame[0, win_length) (the rest of the n_fft stays zero): the samples
+ * (s16 as they are, f32 times 32768, reflected at the record's edges),
+ * plus dither times the noise (dither.h) of the frame's place in its
+ * clip, less their mean, pre-emphasised, times the window. Returns the
+ * frame's log energy: before pre-emphasis (raw_energy) or after the
+ * window. Sums in float64, the rest in float.
+ */
+static float kaldi_frame(const struct cpu_ctx *c, const mel_batch *b,
+			 const mel_rec *r, uint64_t f, float *frame)
+{
+	const mel_kaldi *k = &c->p.k;
+	uint32_t W = c->p.win_length;
+	int64_t n = r->n_samples, hop = c->p.hop_length;
+	int64_t start = (int64_t)f * hop - ((r->flags & MEL_REC_PADDED) ? 0 :
+					    (int64_t)mel_pad_len(&c->p));
+	float coef = k->preemphasis, energy = 0.0f;
+
+	for (uint32_t j = 0; j < W; j++) {
+		int64_t i = start + j;
+
+		if (i < 0 || i >= n)
+			i = kaldi_index(i, n);
+		frame[j] = b->in_dtype == REC_S16 ?
+			   (float)((const int16_t *)b->in)[r->in_off + i] :
+			   ((const float *)b->in)[r->in_off + i] * 32768.0f;
+	}
+	if (k->dither != 0.0)
+		for (uint32_t j = 0; j < W; j++)
+			frame[j] += (float)(k->dither * mel_dither_noise(
+				k->seed, r->clip, r->pos0 + (int64_t)f * hop,
+				j));
+	if (k->remove_dc) {
+		double sum = 0.0;
+		float mean;
+
+		for (uint32_t j = 0; j < W; j++)
+			sum += frame[j];
+		mean = (float)(sum / W);
+		for (uint32_t j = 0; j < W; j++)
+			frame[j] -= mean;
+	}
+	if (k->use_energy && k->raw_energy)
+		energy = log_energy(c, frame, W);
+	if (coef != 0.0f) {
+		for (uint32_t j = W - 1; j > 0; j--)
+			frame[j] -= coef * frame[j - 1];
+		frame[0] -= coef * frame[0];
+	}
+	for (uint32_t j = 0; j < W; j++)
+		frame[j] *= c->win_f32[j];
+	if (k->use_energy && !k->raw_energy)
+		energy = log_energy(c, frame, W);
+	return energy;
+}
+
 /* mag[k] = |X_k|^2 or |X_k|. */
 static void magnitude(const struct cpu_ctx *c, const float *spec,
 		      float *mag)
@@ -231,24 +321,24 @@ static float mel_log(const struct cpu_ctx *c, const float *mag, float *mel)
 	return max;
 }
 
-/* Writes one frame's mels into column f of an [n_mels][nf] matrix; the
+/* Writes one frame's rows into column f of an [n_rows][nf] matrix; the
  * 16-bit types are converted as an array first (F16C where the CPU has
  * it, the same bits as the scalar conversion). */
 static void store_column(const struct cpu_ctx *c, struct worker *w,
 			 void *out, uint64_t nf, uint64_t f)
 {
-	uint32_t n_mels = c->fb->n_mels;
+	uint32_t n_rows = c->n_rows;
 
 	if (c->p.out_dtype == REC_F32) {
-		for (uint32_t m = 0; m < n_mels; m++)
+		for (uint32_t m = 0; m < n_rows; m++)
 			((float *)out)[m * nf + f] = w->mel[m];
 		return;
 	}
 	if (c->p.out_dtype == REC_F16)
-		half_from_f32_array(w->mel16, w->mel, n_mels);
+		half_from_f32_array(w->mel16, w->mel, n_rows);
 	else
-		bf16_from_f32_array(w->mel16, w->mel, n_mels);
-	for (uint32_t m = 0; m < n_mels; m++)
+		bf16_from_f32_array(w->mel16, w->mel, n_rows);
+	for (uint32_t m = 0; m < n_rows; m++)
 		((uint16_t *)out)[m * nf + f] = w->mel16[m];
 }
 
@@ -300,10 +390,13 @@ static float run_frames(struct worker *w, size_t ri, uint64_t a, uint64_t e)
 	float max = -INFINITY, fm;
 
 	for (uint64_t f = a; f < e; f++) {
-		fill_frame(c, b, r, f, w->frame);
+		if (c->fbank)
+			w->mel[0] = kaldi_frame(c, b, r, f, w->frame);
+		else
+			fill_frame(c, b, r, f, w->frame);
 		fftwf_execute_dft_r2c(c->plan, w->frame, w->spec);
 		magnitude(c, (const float *)w->spec, w->mag);
-		fm = mel_log(c, w->mag, w->mel);
+		fm = mel_log(c, w->mag, w->mel + c->row0);
 		max = fm > max ? fm : max;
 		store_column(c, w, out, r->n_frames, f);
 	}
@@ -332,7 +425,7 @@ static void clamp_record(const struct cpu_ctx *c, size_t ri, float max)
 	const mel_rec *r = &c->cur->rec[ri];
 
 	clamp_matrix(c, rec_out(c, c->cur, r),
-		     (uint64_t)c->fb->n_mels * r->n_frames, max - c->top_db);
+		     (uint64_t)c->n_rows * r->n_frames, max - c->top_db);
 }
 
 /* A worker's share of the batch: frames [g0, g1). */
@@ -499,7 +592,7 @@ static int check_batch(mel_backend *be, const struct cpu_ctx *c,
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		const mel_rec *r = &b->rec[i];
-		uint64_t out_n = (uint64_t)c->fb->n_mels * r->n_frames;
+		uint64_t out_n = (uint64_t)c->n_rows * r->n_frames;
 
 		if (r->n_frames != mel_rec_frames(&c->p, r) ||
 		    (r->in_off + r->n_samples) * in_size > b->in_cap ||
@@ -622,7 +715,7 @@ static int build_windows(struct cpu_ctx *c)
 		c->win_s16[i] = (float)w[i] * (1.0f / 32768.0f);
 	}
 	free(w);
-	c->win_lo = (n - c->p.win_length) / 2;
+	c->win_lo = mel_window_left(&c->p);
 	c->win_hi = c->win_lo + c->p.win_length;
 	return 0;
 }
@@ -636,8 +729,8 @@ static int alloc_scratch(struct cpu_ctx *c, struct worker *w)
 	w->frame = fftwf_alloc_real(c->p.n_fft);
 	w->spec = fftwf_alloc_complex(c->fb->n_bins);
 	w->mag = malloc(c->fb->n_bins * sizeof(*w->mag));
-	w->mel = malloc(c->fb->n_mels * sizeof(*w->mel));
-	w->mel16 = malloc(c->fb->n_mels * sizeof(*w->mel16));
+	w->mel = malloc(c->n_rows * sizeof(*w->mel));
+	w->mel16 = malloc(c->n_rows * sizeof(*w->mel16));
 	if (!w->frame || !w->spec || !w->mag || !w->mel || !w->mel16)
 		return -1;
 	memset(w->frame, 0, c->p.n_fft * sizeof(*w->frame));
@@ -699,6 +792,11 @@ static void set_constants(struct cpu_ctx *c)
 		     (float)((c->p.power == 1 ? 20.0 : 10.0) / M_LN10);
 	c->clamp = c->p.log == MEL_LOG_DB && c->p.top_db >= 0.0;
 	c->out_size = rec_dtype_size(c->p.out_dtype);
+	c->fbank = c->p.feature == MEL_FEAT_FBANK;
+	c->n_rows = mel_n_rows(&c->p);
+	c->row0 = c->n_rows - c->p.n_mels;
+	c->log_efloor = c->p.k.energy_floor > 0.0 ? log(c->p.k.energy_floor) :
+			-INFINITY;
 }
 
 static mel_backend *new_backend(struct cpu_ctx *c)

@@ -76,9 +76,10 @@ static int check_params(const mel_params *p, const mel_fb *fb, char *msg,
 		bad = "hop_length is 0";
 	else if (p->n_mels < 1)
 		bad = "n_mels is 0";
-	else if (p->window != MEL_WIN_HANN && p->window != MEL_WIN_HAMMING &&
-		 p->window != MEL_WIN_RECT)
+	else if (p->window < MEL_WIN_HANN || p->window > MEL_WIN_BLACKMAN)
 		bad = "unknown window";
+	else if (p->feature != MEL_FEAT_MEL && p->feature != MEL_FEAT_FBANK)
+		bad = "unknown feature";
 	else if (p->center && p->pad_mode != MEL_PAD_REFLECT &&
 		 p->pad_mode != MEL_PAD_CONSTANT)
 		bad = "unknown pad mode";
@@ -271,11 +272,13 @@ out:
 	return ret;
 }
 
-/* MELPIPE_CUDA_FFT: auto (default), fused or cufft. */
+/* MELPIPE_CUDA_FFT: auto (default), fused or cufft. fbank's frames run
+ * on the cuFFT path only (k_kaldi_frames). */
 static int choose_path(cu_ctx *c)
 {
 	const char *e = getenv(MEL_CUDA_ENV_FFT);
-	int ok = mel_cuda_fused_ok(c->p.n_fft);
+	int ok = mel_cuda_fused_ok(c->p.n_fft) &&
+		 c->p.feature == MEL_FEAT_MEL;
 
 	if (!e || !*e || !strcmp(e, "auto")) {
 		c->fused = ok;
@@ -289,7 +292,10 @@ static int choose_path(cu_ctx *c)
 		c->fused = 1;
 		return 0;
 	}
-	if (!strcmp(e, "fused"))
+	if (!strcmp(e, "fused") && c->p.feature != MEL_FEAT_MEL)
+		cu_set_err(c, "%s=fused: fbank runs on the cuFFT path only",
+			MEL_CUDA_ENV_FFT);
+	else if (!strcmp(e, "fused"))
 		cu_set_err(c, "%s=fused: the fused kernel needs n_fft a power "
 			"of two in %u..%u, not %u", MEL_CUDA_ENV_FFT,
 			MEL_FUSED_MIN, MEL_FUSED_MAX, c->p.n_fft);

@@ -75,13 +75,13 @@ static void unlink_batch(cu_ctx *c, cu_batch *cb)
 	c->count = n;
 }
 
-/* Frames a batch of these capacities can hold: every frame needs n_mels
- * output elements of its own. (Not bounded by the input: windows of one
+/* Frames a batch of these capacities can hold: every frame needs n_rows
+ * (mel_n_rows) output elements of its own. (Not bounded by the input: windows of one
  * clip may share samples, so a batch's frames can cover its samples many
  * times over.) */
 static uint32_t batch_max_frames(const cu_ctx *c, size_t out_cap)
 {
-	uint64_t mf = (uint64_t)out_cap / c->out_size / c->p.n_mels;
+	uint64_t mf = (uint64_t)out_cap / c->out_size / mel_n_rows(&c->p);
 
 	if (mf > 0x7fffffffu)
 		mf = 0x7fffffffu;

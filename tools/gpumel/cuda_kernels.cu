@@ -10,6 +10,8 @@
  *             -> cast -> store, and the record's max for top_db; one pass
  *             over device memory: samples in, features out.
  *   k_frames  framing + window into cuFFT's input (cuFFT path)
+ *   k_kaldi_frames  fbank's frames into cuFFT's input, the log energy into
+ *             the output (cuFFT path; a warp per frame)
  *   k_mel     power -> mel -> log -> cast -> store from cuFFT's output
  *   k_clamp   top_db: every element up to its record's max - top_db
  */
@@ -82,6 +84,22 @@ __global__ void __launch_bounds__(MEL_BLOCK) k_frames(mel_kargs a)
 	md_frame fr = md_locate(a, a.f0 + i);
 
 	md_load_real<IN>(a, fr, t, T, a.frames + (size_t)i * a.n_fft);
+}
+
+template <class IN>
+__global__ void __launch_bounds__(MEL_BLOCK) k_kaldi_frames(mel_kargs a)
+{
+	constexpr int FPB = MEL_BLOCK / 32;
+	const int team = threadIdx.x / 32, t = threadIdx.x % 32;
+	const uint32_t i = blockIdx.x * FPB + team;
+
+	/* whole warps leave: the warp's shuffles see all its lanes */
+	if (i >= a.nf)
+		return;
+	md_frame fr = md_locate(a, a.f0 + i);
+
+	md_kaldi_frame<md_team_warp, IN>(a, fr, t,
+					 a.frames + (size_t)i * a.n_fft);
 }
 
 __global__ void __launch_bounds__(MEL_BLOCK) k_mel(mel_kargs a)
@@ -161,6 +179,14 @@ extern "C" cudaError_t mel_cuda_launch_frames(const mel_kargs *a,
 {
 	unsigned int g = blocks_for(a->nf, MEL_BLOCK / MEL_T_FRAMES);
 
+	if (a->fbank) {
+		g = blocks_for(a->nf, MEL_BLOCK / 32);
+		if (a->in_dtype == REC_S16)
+			k_kaldi_frames<int16_t><<<g, MEL_BLOCK, 0, s>>>(*a);
+		else
+			k_kaldi_frames<float><<<g, MEL_BLOCK, 0, s>>>(*a);
+		return cudaGetLastError();
+	}
 	if (a->in_dtype == REC_S16)
 		k_frames<int16_t><<<g, MEL_BLOCK, 0, s>>>(*a);
 	else

@@ -92,6 +92,14 @@ typedef struct mel_kargs {
 	int reflect, power, log;     /* pad_mode is reflect; 1 or 2; enum
 					mel_log */
 	float amin, log_mul, top_db; /* log_mul: 10 (power) or 20 (magnitude) */
+	/* fbank (cuFFT path only): Kaldi's frames (md_kaldi_frame), the
+	 * mels from row row0 (1: the log energy in row 0) */
+	int fbank;
+	uint32_t win_length, row0;
+	int remove_dc, use_energy, raw_energy;
+	float preemph;
+	double dither, log_efloor;   /* log_efloor: ln(energy_floor), -inf */
+	uint64_t seed;
 } mel_kargs;
 
 /* Whether the fused kernel has a size for n_fft. */
@@ -150,7 +158,7 @@ static inline void mel_cuda_scalars(mel_kargs *a, const mel_params *p,
 {
 	a->n_fft = p->n_fft;
 	a->hop = p->hop_length;
-	a->pad = p->center ? p->n_fft / 2 : 0;
+	a->pad = mel_pad_len(p);
 	a->n_mels = p->n_mels;
 	a->in_dtype = in_dtype;
 	a->out_dtype = p->out_dtype;
@@ -160,6 +168,17 @@ static inline void mel_cuda_scalars(mel_kargs *a, const mel_params *p,
 	a->amin = (float)p->amin;
 	a->log_mul = p->power == 1 ? 20.0f : 10.0f;
 	a->top_db = (float)p->top_db;
+	a->fbank = p->feature == MEL_FEAT_FBANK;
+	a->win_length = p->win_length;
+	a->row0 = mel_n_rows(p) - p->n_mels;
+	a->remove_dc = p->k.remove_dc;
+	a->use_energy = p->k.use_energy;
+	a->raw_energy = p->k.raw_energy;
+	a->preemph = p->k.preemphasis;
+	a->dither = p->k.dither;
+	a->log_efloor = p->k.energy_floor > 0.0 ? log(p->k.energy_floor) :
+			-INFINITY;
+	a->seed = p->k.seed;
 }
 
 /* The frame tables of n records (their n_frames checked by the caller):

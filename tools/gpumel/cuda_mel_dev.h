@@ -36,6 +36,7 @@
 
 #include "../../lib/rec.h"
 #include "cuda_mel.h"
+#include "dither.h"
 
 #define MD __host__ __device__ inline
 /* Unrolling hints for the device compiler only (the host compiler warns
@@ -541,11 +542,12 @@ MD void md_store(const mel_kargs &a, uint64_t i, float v)
 }
 
 /* The value of mel m of the frame, logged, cast and stored in column j of
- * the record's matrix; returns what was stored (before the cast). */
+ * the record's matrix (row row0 + m); returns what was stored (before the
+ * cast). */
 MD float md_put(const mel_kargs &a, const md_frame &fr, uint32_t m, float s)
 {
 	s = md_finish(a, s);
-	md_store(a, fr.out_off + (uint64_t)m * fr.stride + fr.j, s);
+	md_store(a, fr.out_off + (uint64_t)(a.row0 + m) * fr.stride + fr.j, s);
 	return s;
 }
 
@@ -652,6 +654,130 @@ MD float md_mel_combine(const mel_kargs &a, const md_frame &fr, int t,
 		mx = fmaxf(mx, md_put(a, fr, m, s));
 	}
 	return mx;
+}
+
+/* ------------------------------------------------------------------ */
+/* fbank: Kaldi's frames */
+
+/* How the L lanes of a Kaldi frame's team work together (md_kaldi_frame):
+ * sum() adds a value over the lanes (every lane gets it), up1() gives each
+ * lane the value of the lane before (lane 0: its own), last() the value of
+ * lane L - 1. The device's team is a warp (shuffles, the same butterfly
+ * order on every lane); the host's (the emulation) one lane. */
+struct md_team_warp {
+	static const int L = 32;
+#ifdef __CUDA_ARCH__
+	__device__ static double sum(double v)
+	{
+		for (int o = 16; o > 0; o >>= 1)
+			v += __shfl_xor_sync(0xffffffffu, v, o);
+		return v;
+	}
+	__device__ static float up1(float v)
+	{
+		return __shfl_up_sync(0xffffffffu, v, 1);
+	}
+	__device__ static float last(float v)
+	{
+		return __shfl_sync(0xffffffffu, v, 31);
+	}
+#endif
+};
+
+struct md_team_one {
+	static const int L = 1;
+	MD static double sum(double v) { return v; }
+	MD static float up1(float v) { return v; }
+	MD static float last(float v) { return v; }
+};
+
+/* Kaldi's reflection at a record's edges (ExtractWindow): -1 -> 0,
+ * n -> n - 1, repeated with period 2 n. */
+MD int64_t md_kaldi_index(int64_t i, int64_t n)
+{
+	int64_t m = i % (2 * n);
+
+	if (m < 0)
+		m += 2 * n;
+	return m < n ? m : 2 * n - 1 - m;
+}
+
+/* ln of an energy, floored at amin (float's epsilon), then at
+ * ln(energy_floor). */
+MD float md_log_energy(const mel_kargs &a, double e)
+{
+	e = log(e > (double)a.amin ? e : (double)a.amin);
+	return (float)(e > a.log_efloor ? e : a.log_efloor);
+}
+
+/*
+ * Frame fr as Kaldi's ExtractWindow and ProcessWindow make it, into dst
+ * (n_fft floats: the frame's win_length, then zeros), as the CPU backend
+ * does (cpu_backend.c, kaldi_frame): samples in Kaldi's scale (s16 as
+ * they are, f32 times 32768), reflected at the record's edges, plus
+ * dither times the noise of dither.h, less their mean, pre-emphasised,
+ * windowed; the log energy (raw: before pre-emphasis) goes into row 0 of
+ * the record's matrix with use_energy. Lane `lane` of a team of TEAM::L
+ * takes samples lane, lane + L, ...; sums in float64.
+ */
+template <class TEAM, class IN>
+MD void md_kaldi_frame(const mel_kargs &a, const md_frame &fr, int lane,
+		       float *dst)
+{
+	const int L = TEAM::L;
+	const IN *x = (const IN *)a.in + fr.in_off;
+	const mel_rec *R = a.rec + fr.r;
+	const int64_t W = a.win_length, pos = R->pos0 + (int64_t)fr.j * a.hop;
+	const float scale = sizeof(IN) == 2 ? 1.0f : 32768.0f;
+	double s = 0.0;
+	float mean = 0.0f, carry = 0.0f, energy = 0.0f;
+
+	for (int64_t i = lane; i < W; i += L) {
+		int64_t o = fr.start + i;
+		float v;
+
+		if (o < 0 || o >= (int64_t)fr.n)
+			o = md_kaldi_index(o, fr.n);
+		v = (float)x[o] * scale;
+		if (a.dither != 0.0)
+			v += (float)(a.dither * mel_dither_noise(
+				a.seed, R->clip, pos, (uint32_t)i));
+		dst[i] = v;
+		s += v;
+	}
+	if (a.remove_dc)
+		mean = (float)(TEAM::sum(s) / (double)W);
+	s = 0.0;
+	for (int64_t i = lane; i < W; i += L) {
+		float v = dst[i] - mean;
+
+		dst[i] = v;
+		s += (double)v * v;
+	}
+	if (a.use_energy && a.raw_energy)
+		energy = md_log_energy(a, TEAM::sum(s));
+	/* pre-emphasis a row of L samples at a time, in order: each lane's
+	 * sample before comes from the lane before, or the last row */
+	s = 0.0;
+	for (int64_t b = 0; b < W; b += L) {
+		const int64_t i = b + lane;
+		float v = i < W ? dst[i] : 0.0f, before = TEAM::up1(v);
+
+		if (lane == 0)
+			before = b == 0 ? v : carry;
+		carry = TEAM::last(v);
+		if (i < W) {
+			v = (v - a.preemph * before) * md_ldg(a.win + i);
+			dst[i] = v;
+			s += (double)v * v;
+		}
+	}
+	if (a.use_energy && !a.raw_energy)
+		energy = md_log_energy(a, TEAM::sum(s));
+	for (int64_t i = W + lane; i < (int64_t)a.n_fft; i += L)
+		dst[i] = 0.0f;
+	if (a.use_energy && lane == 0)
+		md_store(a, fr.out_off + fr.j, energy);
 }
 
 /* top_db: raises element (frame f, mel m) to its record's max - top_db,

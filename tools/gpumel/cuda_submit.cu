@@ -59,7 +59,7 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 	out_elems = cb->out_cap / c->out_size;
 	for (size_t r = 0; r < b->n; r++) {
 		const mel_rec *R = &b->rec[r];
-		uint64_t cells = (uint64_t)c->p.n_mels * R->n_frames;
+		uint64_t cells = (uint64_t)mel_n_rows(&c->p) * R->n_frames;
 
 		if (R->n_frames != mel_rec_frames(&c->p, R))
 			return bad_record(c, r, R, "wrong frame count");
@@ -100,7 +100,9 @@ static void kernel_args(const cu_ctx *c, const cu_batch *cb, mel_kargs *a)
 	a->frame_rec = cb->d_tab + cb->shape.n;
 	if (mel_cuda_clamps(p))
 		a->rec_key = cb->d_key;
-	a->win = cb->shape.in_dtype == REC_S16 ? c->d_win16 : c->d_win32;
+	/* fbank scales the samples itself (md_kaldi_frame) */
+	a->win = cb->shape.in_dtype == REC_S16 && p->feature != MEL_FEAT_FBANK ?
+		 c->d_win16 : c->d_win32;
 	a->tw = c->d_tw;
 	a->fbt_tile = c->d_fbt_tile;
 	a->fbt_mel = c->d_fbt_mel;

@@ -15,12 +15,65 @@
 #define MAX_MELS 4096u
 #define MAX_BATCH_RECS (1u << 22)     /* --batch */
 
+/* The part of --help about --preset kaldi. */
+static const char kaldi_help[] =
+"\n"
+"Kaldi filterbank features (--preset kaldi): what\n"
+"torchaudio.compliance.kaldi.fbank computes with its defaults, per audio\n"
+"record one matrix [n_features][n_frames] (n_features: n_mels, and one row\n"
+"more, the first, for the log energy with --use-energy). Samples are taken\n"
+"in Kaldi's scale: s16 as they are, f32, f16 and bf16 times 32768. Each\n"
+"frame is dithered, its mean removed, pre-emphasised, windowed and zero-\n"
+"padded to n_fft; its power spectrum goes through triangular filters on\n"
+"Kaldi's mel scale (1127 ln(1 + f/700)), then ln(max(x, 1.1920929e-07)).\n"
+"The stream header and the dataset say feature=fbank (mel otherwise).\n"
+"Where Kaldi's programs differ from torchaudio's defaults it is said below;\n"
+"give those options to match compute-fbank-feats.\n"
+"      --frame-length-ms=MS  frame length; default 25 (win_length: samples)\n"
+"      --frame-shift-ms=MS   frame shift; default 10 (hop: in samples)\n"
+"      --round-to-power-of-two[=BOOL], --no-round-to-power-of-two\n"
+"                         n_fft: the frame length's next power of two (the\n"
+"                         default), else the frame length; --n-fft sets it\n"
+"      --snip-edges[=BOOL]  frames lie inside the record: 1 + (n - length)\n"
+"                         / shift of them (the default; =false as below)\n"
+"      --no-snip-edges    (n + shift/2) / shift frames, centred on\n"
+"                         shift * (t + 1/2), the record mirrored at its ends\n"
+"      --dither=X         Gaussian noise of deviation X added to each\n"
+"                         sample; default 0 (Kaldi's programs: 1). The\n"
+"                         noise depends on --seed, the clip, where the frame\n"
+"                         starts in it and the sample: the same for any -j,\n"
+"                         device, batch, pieces or shards\n"
+"      --seed=N           the dither's seed; default 0\n"
+"      --preemphasis=C    x[i] -= C x[i-1]; default 0.97\n"
+"      --remove-dc-offset[=BOOL], --no-remove-dc-offset\n"
+"                         subtract each frame's mean first (the default)\n"
+"      --window=NAME      povey (the default), hann, hamming, rect or\n"
+"                         blackman, Kaldi's symmetric ones (hanning and\n"
+"                         rectangular are accepted too)\n"
+"      --num-mel-bins=N   mel bands (--n-mels); default 23\n"
+"      --low-freq=HZ      lowest frequency (--fmin); default 20\n"
+"      --high-freq=HZ     highest frequency; 0 (the default) Nyquist, less\n"
+"                         than 0: that far below Nyquist\n"
+"      --use-energy[=BOOL]  the frame's log energy as the first row;\n"
+"                         default off (Kaldi's MFCC: on)\n"
+"      --raw-energy[=BOOL], --no-raw-energy\n"
+"                         the energy before pre-emphasis and window (the\n"
+"                         default), else after them\n"
+"      --energy-floor=X   the log energy at least ln(X) when X > 0;\n"
+"                         default 1 (Kaldi's programs: 0)\n"
+"  --dtype applies as above; --center, --pad-mode, --mel-scale, --norm,\n"
+"  --power, --log, --amin, --top-db and --fmax do not, nor the Kaldi options\n"
+"  to the mel presets.\n"
+"  Example: wavcat --rate 16000 DATA/ | gpumel --preset kaldi \\\n"
+"      --num-mel-bins 80 | h5pack -o fbank.h5\n";
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s [OPTIONS] [FILE]\n"
-"Compute the mel spectrogram of every audio record (clip or segment) of a\n"
-"melpipe stream.\n"
+"Compute the mel spectrogram (or Kaldi's filterbank features, --preset\n"
+"kaldi, below) of every audio record (clip or segment) of a melpipe\n"
+"stream.\n"
 "\n"
 "Reads the stream from FILE (or standard input, also for '-') and writes a\n"
 "features stream to standard output: per audio record one matrix\n"
@@ -42,7 +95,7 @@ static void usage(FILE *f)
 "\n"
 "Transform (defaults that differ are given as: no preset, --preset librosa,\n"
 "--preset torchaudio):\n"
-"      --preset=NAME      librosa or torchaudio\n"
+"      --preset=NAME      librosa, torchaudio or kaldi (below)\n"
 "      --n-fft=N          FFT size: 2048, 2048, 400\n"
 "      --win-length=N     window length, at most n_fft, centred in it;\n"
 "                         default n_fft\n"
@@ -68,6 +121,7 @@ static void usage(FILE *f)
 "                         are left for whoever joins them to clamp\n"
 "  dB is 10*log10(max(amin, S)) for power 2, 20*log10(max(amin, S)) for\n"
 "  power 1; ln is log(max(amin, S)).\n"
+"%s"
 "\n"
 "Output and compute:\n"
 "      --dtype=T          f32, f16 or bf16 features; default f32\n"
@@ -85,13 +139,15 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"
-"usable GPU with --device cuda), 2 usage error.\n"
-"\n"
+"usable GPU with --device cuda), 2 usage error.\n",
+		prog_name, kaldi_help);
+	fputs("\n"
 "Examples:\n"
 "  wavcat --rate 4096 DATA/ | segment --len 512 |\n"
 "  gpumel --n-fft 512 --hop 512 --n-mels 32 --no-center --dtype f16 |\n"
-"  h5pack -o out.h5\n",
-		prog_name);
+"  h5pack -o out.h5\n"
+"  wavcat --rate 16000 --duration 1 DATA/ |\n"
+"  gpumel --preset kaldi --num-mel-bins 80 | h5pack -o fbank.h5\n", f);
 }
 
 /* Looks s up in a NULL-terminated list of names; the index or a usage
@@ -136,7 +192,12 @@ enum longopt {
 	OPT_AMIN = 256, OPT_BATCH, OPT_CENTER, OPT_DEVICE, OPT_DTYPE,
 	OPT_FMAX, OPT_FMIN, OPT_HOP, OPT_LOG, OPT_MEL_SCALE, OPT_N_FFT,
 	OPT_N_MELS, OPT_NO_CENTER, OPT_NORM, OPT_PAD_MODE, OPT_POWER,
-	OPT_PRESET, OPT_TOP_DB, OPT_WIN_LENGTH, OPT_WINDOW
+	OPT_PRESET, OPT_TOP_DB, OPT_WIN_LENGTH, OPT_WINDOW,
+	/* Kaldi's (fbank) */
+	OPT_DITHER, OPT_ENERGY_FLOOR, OPT_FRAME_MS, OPT_HIGH_FREQ,
+	OPT_NO_DC, OPT_NO_POW2, OPT_NO_RAW_ENERGY, OPT_NO_SNIP,
+	OPT_NO_ENERGY, OPT_PREEMPH, OPT_RAW_ENERGY, OPT_DC, OPT_POW2,
+	OPT_SEED, OPT_SHIFT_MS, OPT_SNIP, OPT_ENERGY
 };
 
 static const struct option longopts[] = {
@@ -144,25 +205,45 @@ static const struct option longopts[] = {
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "center", no_argument, NULL, OPT_CENTER },
 	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "dither", required_argument, NULL, OPT_DITHER },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "energy-floor", required_argument, NULL, OPT_ENERGY_FLOOR },
 	{ "fmax", required_argument, NULL, OPT_FMAX },
 	{ "fmin", required_argument, NULL, OPT_FMIN },
+	{ "frame-length-ms", required_argument, NULL, OPT_FRAME_MS },
+	{ "frame-shift-ms", required_argument, NULL, OPT_SHIFT_MS },
 	{ "help", no_argument, NULL, 'h' },
+	{ "high-freq", required_argument, NULL, OPT_HIGH_FREQ },
 	{ "hop", required_argument, NULL, OPT_HOP },
 	{ "hop-length", required_argument, NULL, OPT_HOP },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "low-freq", required_argument, NULL, OPT_FMIN },
 	{ "mel-scale", required_argument, NULL, OPT_MEL_SCALE },
 	{ "n-fft", required_argument, NULL, OPT_N_FFT },
 	{ "n-mels", required_argument, NULL, OPT_N_MELS },
 	{ "no-center", no_argument, NULL, OPT_NO_CENTER },
+	{ "no-raw-energy", no_argument, NULL, OPT_NO_RAW_ENERGY },
+	{ "no-remove-dc-offset", no_argument, NULL, OPT_NO_DC },
+	{ "no-round-to-power-of-two", no_argument, NULL, OPT_NO_POW2 },
+	{ "no-snip-edges", no_argument, NULL, OPT_NO_SNIP },
+	{ "no-use-energy", no_argument, NULL, OPT_NO_ENERGY },
 	{ "norm", required_argument, NULL, OPT_NORM },
+	{ "num-mel-bins", required_argument, NULL, OPT_N_MELS },
 	{ "output", required_argument, NULL, 'o' },
 	{ "pad-mode", required_argument, NULL, OPT_PAD_MODE },
 	{ "power", required_argument, NULL, OPT_POWER },
+	{ "preemphasis", required_argument, NULL, OPT_PREEMPH },
+	{ "preemphasis-coefficient", required_argument, NULL, OPT_PREEMPH },
 	{ "preset", required_argument, NULL, OPT_PRESET },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "raw-energy", optional_argument, NULL, OPT_RAW_ENERGY },
+	{ "remove-dc-offset", optional_argument, NULL, OPT_DC },
+	{ "round-to-power-of-two", optional_argument, NULL, OPT_POW2 },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "snip-edges", optional_argument, NULL, OPT_SNIP },
 	{ "top-db", required_argument, NULL, OPT_TOP_DB },
+	{ "use-energy", optional_argument, NULL, OPT_ENERGY },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "win-length", required_argument, NULL, OPT_WIN_LENGTH },
@@ -171,7 +252,7 @@ static const struct option longopts[] = {
 };
 
 static const char *const window_names[] = { "", "hann", "hamming", "rect",
-					    NULL };
+					    "povey", "blackman", NULL };
 static const char *const pad_names[] = { "", "reflect", "constant", NULL };
 static const char *const scale_names[] = { "", "htk", "slaney", NULL };
 static const char *const norm_names[] = { "none", "slaney", NULL };
@@ -200,6 +281,9 @@ static int parse_transform(struct options *o, int c, const char *arg)
 		o->given[MEL_F_HOP] = 1;
 		break;
 	case OPT_WINDOW:
+		/* Kaldi's names too */
+		arg = !strcmp(arg, "hanning") ? "hann" :
+		      !strcmp(arg, "rectangular") ? "rect" : arg;
 		p->window = pick("--window", arg, window_names + 1) + 1;
 		o->given[MEL_F_WINDOW] = 1;
 		break;
@@ -272,6 +356,100 @@ static int parse_scale(struct options *o, int c, const char *arg)
 	return 0;
 }
 
+/* A Kaldi boolean: no argument (true), or true/false, 1/0. */
+static int flag_arg(const char *opt, const char *arg)
+{
+	if (!arg || !strcmp(arg, "true") || !strcmp(arg, "1"))
+		return 1;
+	if (!strcmp(arg, "false") || !strcmp(arg, "0"))
+		return 0;
+	prog_usage_error("invalid value '%s' for %s: expected true or false",
+			 arg, opt);
+}
+
+/* A Kaldi boolean option (its --no- form: c is the OPT_NO_ one). */
+static int parse_kaldi_flag(struct options *o, int c, const char *arg)
+{
+	mel_kaldi *k = &o->p.k;
+
+	switch (c) {
+	case OPT_SNIP:
+	case OPT_NO_SNIP:
+		/* center is not snip_edges for fbank */
+		o->p.center = c == OPT_NO_SNIP ||
+			      !flag_arg("--snip-edges", arg);
+		o->given[MEL_F_CENTER] = 1;
+		return 0;
+	case OPT_DC:
+	case OPT_NO_DC:
+		k->remove_dc = c == OPT_DC &&
+			       flag_arg("--remove-dc-offset", arg);
+		o->given[MEL_F_DC] = 1;
+		return 0;
+	case OPT_POW2:
+	case OPT_NO_POW2:
+		k->round_pow2 = c == OPT_POW2 &&
+				flag_arg("--round-to-power-of-two", arg);
+		o->given[MEL_F_POW2] = 1;
+		return 0;
+	case OPT_ENERGY:
+	case OPT_NO_ENERGY:
+		k->use_energy = c == OPT_ENERGY &&
+				flag_arg("--use-energy", arg);
+		o->given[MEL_F_ENERGY] = 1;
+		return 0;
+	case OPT_RAW_ENERGY:
+	case OPT_NO_RAW_ENERGY:
+		k->raw_energy = c == OPT_RAW_ENERGY &&
+				flag_arg("--raw-energy", arg);
+		o->given[MEL_F_RAW_ENERGY] = 1;
+		return 0;
+	}
+	return -1;
+}
+
+/* Kaldi's frame options (fbank): 0, or -1 when c is not one of them. */
+static int parse_kaldi(struct options *o, int c, const char *arg)
+{
+	mel_kaldi *k = &o->p.k;
+
+	switch (c) {
+	case OPT_FRAME_MS:
+		o->frame_ms = prog_arg_double("--frame-length-ms", arg, 1e-3,
+					      1e6);
+		break;
+	case OPT_SHIFT_MS:
+		o->shift_ms = prog_arg_double("--frame-shift-ms", arg, 1e-3,
+					      1e6);
+		break;
+	case OPT_HIGH_FREQ:
+		o->high_freq = prog_arg_double("--high-freq", arg, -1e7, 1e7);
+		o->given_high_freq = 1;
+		break;
+	case OPT_DITHER:
+		k->dither = prog_arg_double("--dither", arg, 0.0, 1e6);
+		o->given[MEL_F_DITHER] = 1;
+		break;
+	case OPT_SEED:
+		k->seed = prog_arg_u64("--seed", arg, 0, UINT64_MAX);
+		o->given[MEL_F_SEED] = 1;
+		break;
+	case OPT_PREEMPH:
+		k->preemphasis = (float)prog_arg_double("--preemphasis", arg,
+							0.0, 1.0);
+		o->given[MEL_F_PREEMPH] = 1;
+		break;
+	case OPT_ENERGY_FLOOR:
+		k->energy_floor = prog_arg_double("--energy-floor", arg, 0.0,
+						  1e30);
+		o->given[MEL_F_ENERGY_FLOOR] = 1;
+		break;
+	default:
+		return parse_kaldi_flag(o, c, arg);
+	}
+	return 0;
+}
+
 /* The options that are about neither the transform nor every program. */
 static void parse_other(struct options *o, int c, const char *arg)
 {
@@ -290,16 +468,38 @@ static void parse_other(struct options *o, int c, const char *arg)
 	}
 }
 
+/* Notes an option that belongs to one feature only (see check_usage). */
+static void note_feature_opt(struct options *o, int c, const char *name)
+{
+	if (c >= OPT_DITHER && !o->kaldi_only)
+		o->kaldi_only = name;
+	switch (c) {
+	case OPT_CENTER: case OPT_NO_CENTER: case OPT_PAD_MODE:
+	case OPT_MEL_SCALE: case OPT_NORM: case OPT_POWER: case OPT_LOG:
+	case OPT_AMIN: case OPT_TOP_DB: case OPT_FMAX:
+		if (!o->mel_only)
+			o->mel_only = name;
+		break;
+	}
+}
+
 void gpumel_parse_args(int argc, char **argv, struct options *o)
 {
-	int c;
+	int c, li = -1;
 
 	memset(o, 0, sizeof(*o));
 	o->cuda_index = -1;
-	while ((c = prog_getopt(argc, argv, "hj:o:qVv", longopts)) != -1) {
+	o->frame_ms = MEL_KALDI_FRAME_MS;
+	o->shift_ms = MEL_KALDI_SHIFT_MS;
+	while ((c = prog_getopt_index(argc, argv, "hj:o:qVv", longopts,
+				      &li)) != -1) {
+		if (li >= 0)
+			note_feature_opt(o, c, longopts[li].name);
+		li = -1;
 		if (!prog_common_opt(c, optarg, &o->co, usage) &&
 		    parse_transform(o, c, optarg) < 0 &&
-		    parse_scale(o, c, optarg) < 0)
+		    parse_scale(o, c, optarg) < 0 &&
+		    parse_kaldi(o, c, optarg) < 0)
 			parse_other(o, c, optarg);
 	}
 	if (argc - optind > 1)
@@ -312,10 +512,28 @@ void gpumel_parse_args(int argc, char **argv, struct options *o)
 		o->jobs = PROG_MAX_JOBS;
 }
 
-/* Checks what can be checked before the stream's sample rate is known. */
+/* Options that belong to the other feature, and Kaldi's windows. */
+static void check_feature(const struct options *o, const mel_params *p)
+{
+	if (p->feature == MEL_FEAT_FBANK && o->mel_only)
+		prog_usage_error("--%s does not apply to --preset kaldi",
+				 o->mel_only);
+	if (p->feature != MEL_FEAT_FBANK && o->kaldi_only)
+		prog_usage_error("--%s applies to --preset kaldi only",
+				 o->kaldi_only);
+	if (p->feature != MEL_FEAT_FBANK && p->window >= MEL_WIN_POVEY)
+		prog_usage_error("invalid value '%s' for --window: expected "
+				 "hann, hamming or rect (%s is Kaldi's, for "
+				 "--preset kaldi)", window_names[p->window],
+				 window_names[p->window]);
+}
+
+/* Checks what can be checked before the stream's sample rate is known
+ * (fbank's n_fft and win_length may come from it: 0 until then). */
 static void check_usage(const struct options *o, const mel_params *p)
 {
-	if (p->win_length > p->n_fft)
+	check_feature(o, p);
+	if (p->n_fft && p->win_length > p->n_fft)
 		prog_usage_error("--win-length %" PRIu32 " is longer than "
 				 "--n-fft %" PRIu32, p->win_length, p->n_fft);
 	if (o->given[MEL_F_TOP_DB] && o->p.top_db >= 0 && p->log != MEL_LOG_DB)
@@ -332,11 +550,75 @@ void gpumel_resolve(const struct options *o, mel_params *p)
 	check_usage(o, p);
 }
 
+/* fbank's frame in samples, from milliseconds as torchaudio computes it
+ * (int(sample_rate * ms * 0.001)), unless given in samples. */
+static uint32_t kaldi_samples(double sr, double ms, uint32_t given)
+{
+	double n = sr * ms * 0.001;
+
+	if (given)
+		return given;
+	return n >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+static uint32_t next_pow2(uint32_t n)
+{
+	uint32_t v = 1;
+
+	while (v < n && v < (1u << 31))
+		v <<= 1;
+	return v;
+}
+
+/* fbank's frame and FFT sizes and band edges for the sample rate sr;
+ * -1 after a message. */
+static int resolve_kaldi(const struct options *o, mel_params *p, double sr)
+{
+	double nyquist = sr / 2.0;
+
+	p->win_length = kaldi_samples(sr, o->frame_ms, p->win_length);
+	p->hop_length = kaldi_samples(sr, o->shift_ms, p->hop_length);
+	if (p->win_length < 2 || p->hop_length < 1 ||
+	    p->win_length > MAX_FFT || p->hop_length > INT32_MAX) {
+		prog_err("a frame of %" PRIu32 " samples every %" PRIu32 " "
+			 "(sample_rate %g): the frame must hold 2 to %u "
+			 "samples, the shift at least 1", p->win_length,
+			 p->hop_length, sr, MAX_FFT);
+		return -1;
+	}
+	if (!o->given[MEL_F_N_FFT])
+		p->n_fft = p->k.round_pow2 ? next_pow2(p->win_length) :
+					     p->win_length;
+	if (p->n_fft < p->win_length || p->n_fft > MAX_FFT) {
+		prog_err("--n-fft %" PRIu32 " is shorter than the frame of "
+			 "%" PRIu32 " samples", p->n_fft, p->win_length);
+		return -1;
+	}
+	if (p->center && p->hop_length > p->win_length) {
+		prog_err("--no-snip-edges: the frame shift (%" PRIu32 " "
+			 "samples) is longer than the frame (%" PRIu32 ")",
+			 p->hop_length, p->win_length);
+		return -1;
+	}
+	/* Kaldi's high_freq: 0 the Nyquist frequency, < 0 below it */
+	p->fmax = o->high_freq > 0.0 ? o->high_freq : nyquist + o->high_freq;
+	if (p->fmin >= nyquist || p->fmax <= 0.0 || p->fmax > nyquist ||
+	    p->fmax <= p->fmin) {
+		prog_err("--low-freq %g and --high-freq %g do not suit the "
+			 "stream's sample_rate %g (0 <= low < high <= %g)",
+			 p->fmin, o->high_freq, sr, nyquist);
+		return -1;
+	}
+	return 0;
+}
+
 int gpumel_resolve_rate(const struct options *o, mel_params *p, double sr)
 {
 	double nyquist = sr / 2.0;
 
 	p->sample_rate = sr;
+	if (p->feature == MEL_FEAT_FBANK)
+		return resolve_kaldi(o, p, sr);
 	if (!o->given[MEL_F_FMAX])
 		p->fmax = mel_preset_fmax(o->preset, sr);
 	if (p->fmax > nyquist) {
@@ -352,12 +634,44 @@ int gpumel_resolve_rate(const struct options *o, mel_params *p, double sr)
 	return 0;
 }
 
+/* fbank's parameters, as Kaldi names its options. */
+static int header_kaldi(rec_header *h, const mel_params *p)
+{
+	int e = 0;
+
+	e |= rec_header_set(h, "feature", "fbank");
+	e |= rec_header_set_u64(h, "n_fft", p->n_fft);
+	e |= rec_header_set_u64(h, "win_length", p->win_length);
+	e |= rec_header_set_u64(h, "hop_length", p->hop_length);
+	e |= rec_header_set(h, "window", window_names[p->window]);
+	e |= rec_header_set(h, "snip_edges", p->center ? "0" : "1");
+	e |= rec_header_set_u64(h, "n_mels", p->n_mels);
+	e |= rec_header_set_u64(h, "n_features", mel_n_rows(p));
+	e |= rec_header_set_double(h, "fmin", p->fmin);
+	e |= rec_header_set_double(h, "fmax", p->fmax);
+	e |= rec_header_set(h, "mel_scale", "kaldi");
+	e |= rec_header_set_u64(h, "power", (uint64_t)p->power);
+	e |= rec_header_set(h, "log", log_names[p->log]);
+	e |= rec_header_set_double(h, "amin", p->amin);
+	e |= rec_header_set_double(h, "dither", p->k.dither);
+	e |= rec_header_set_u64(h, "seed", p->k.seed);
+	e |= rec_header_set_double(h, "preemphasis", p->k.preemphasis);
+	e |= rec_header_set(h, "remove_dc_offset", p->k.remove_dc ? "1" : "0");
+	e |= rec_header_set(h, "use_energy", p->k.use_energy ? "1" : "0");
+	e |= rec_header_set(h, "raw_energy", p->k.raw_energy ? "1" : "0");
+	e |= rec_header_set_double(h, "energy_floor", p->k.energy_floor);
+	return e;
+}
+
 int gpumel_header_params(rec_header *h, const mel_params *p)
 {
 	char top[32];
 	int e = 0;
 
+	if (p->feature == MEL_FEAT_FBANK)
+		return header_kaldi(h, p);
 	snprintf(top, sizeof(top), "%.17g", p->top_db);
+	e |= rec_header_set(h, "feature", "mel");
 	e |= rec_header_set_u64(h, "n_fft", p->n_fft);
 	e |= rec_header_set_u64(h, "win_length", p->win_length);
 	e |= rec_header_set_u64(h, "hop_length", p->hop_length);
@@ -365,6 +679,7 @@ int gpumel_header_params(rec_header *h, const mel_params *p)
 	e |= rec_header_set(h, "center", p->center ? "1" : "0");
 	e |= rec_header_set(h, "pad_mode", pad_names[p->pad_mode]);
 	e |= rec_header_set_u64(h, "n_mels", p->n_mels);
+	e |= rec_header_set_u64(h, "n_features", p->n_mels);
 	e |= rec_header_set_double(h, "fmin", p->fmin);
 	e |= rec_header_set_double(h, "fmax", p->fmax);
 	e |= rec_header_set(h, "mel_scale", scale_names[p->mel_scale]);

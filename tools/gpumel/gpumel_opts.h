@@ -21,6 +21,13 @@ enum device { DEV_AUTO, DEV_CPU, DEV_CUDA };
 struct options {
 	mel_params p;          /* the values given; see given[] */
 	int given[MEL_F_COUNT];
+	/* fbank's frames in milliseconds (win_length and hop_length, given
+	 * in samples, win) and --high-freq (0: Nyquist, < 0: below it) */
+	double frame_ms, shift_ms, high_freq;
+	int given_high_freq;
+	/* the first option given that only fbank (Kaldi) has, and the first
+	 * that only mel has, for the usage error; NULL: none */
+	const char *kaldi_only, *mel_only;
 	int preset;            /* enum mel_preset */
 	int device;            /* enum device */
 	int cuda_index;        /* -1: the first usable GPU */

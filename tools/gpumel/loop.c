@@ -92,10 +92,10 @@ static int write_entry(struct loop *lp, const struct hbatch *hb,
 
 		it.type = REC_T_FEATURES;
 		it.dtype = lp->p.out_dtype;
-		it.dim0 = lp->p.n_mels;
+		it.dim0 = mel_n_rows(&lp->p);
 		it.dim1 = r->n_frames;
 		it.data = (const char *)hb->mb.out + r->out_off * lp->out_size;
-		it.data_len = (size_t)lp->p.n_mels * r->n_frames *
+		it.data_len = (size_t)it.dim0 * r->n_frames *
 			      lp->out_size;
 		/* an item in pieces counts once, at its end */
 		lp->st.features += !(e->flags & REC_ITEM_MORE);

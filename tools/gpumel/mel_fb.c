@@ -10,6 +10,9 @@
  * with one difference kept here on purpose: torchaudio places the bins at
  * linspace(0, floor(sr / 2), n_bins) rather than at k * sr / n_fft (see
  * MEL_BINS_TORCH in backend.h).
+ *
+ * fbank's filterbank and windows are Kaldi's (feature-window.cc,
+ * mel-computations.cc), as torchaudio.compliance.kaldi mirrors them.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +27,11 @@ uint64_t mel_n_frames(const mel_params *p, uint64_t n_samples)
 	 * frame of pure padding describes no audio. */
 	if (n_samples == 0)
 		return 0;
+	if (p->feature == MEL_FEAT_FBANK && p->center)
+		return (n_samples + p->hop_length / 2) / p->hop_length;
+	if (p->feature == MEL_FEAT_FBANK)
+		return n_samples < p->win_length ? 0 :
+		       1 + (n_samples - p->win_length) / p->hop_length;
 	/* librosa and torch both pad n_fft / 2 (rounded down) on each side,
 	 * so an odd n_fft loses one frame position against 1 + n / hop. */
 	if (p->center)
@@ -57,6 +65,8 @@ static double slaney_logstep(void)
 
 static double hz_to_mel(double hz, int scale)
 {
+	if (scale == MEL_SCALE_KALDI)
+		return 1127.0 * log(1.0 + hz / 700.0);
 	if (scale == MEL_SCALE_HTK)
 		return 2595.0 * log10(1.0 + hz / 700.0);
 	if (hz >= SLANEY_MIN_LOG_HZ)
@@ -169,6 +179,37 @@ static int sparsify(mel_fb *fb, const double *dense)
 	return 0;
 }
 
+/*
+ * Kaldi's MelBanks: n_mels + 2 points evenly spaced in mel from fmin to
+ * fmax; filter m rises from point m to m + 1 and falls to m + 2 in the
+ * mel domain, over the bins k < n_fft / 2 at k * sr / n_fft strictly
+ * inside its edges (the Nyquist bin gets no weight).
+ */
+static void kaldi_weights(const mel_params *p, uint32_t n_bins,
+			  double *dense)
+{
+	double lo = hz_to_mel(p->fmin, MEL_SCALE_KALDI);
+	double hi = hz_to_mel(p->fmax, MEL_SCALE_KALDI);
+	double delta = (hi - lo) / (double)(p->n_mels + 1);
+	double width = p->sample_rate / (double)p->n_fft;
+
+	for (uint32_t m = 0; m < p->n_mels; m++) {
+		double left = lo + m * delta, centre = lo + (m + 1) * delta;
+		double right = lo + (m + 2) * delta;
+
+		for (uint32_t k = 0; k < n_bins; k++) {
+			double mel = hz_to_mel(width * k, MEL_SCALE_KALDI);
+			double w = 0.0;
+
+			if (k < p->n_fft / 2 && mel > left && mel < right)
+				w = mel <= centre ?
+				    (mel - left) / (centre - left) :
+				    (right - mel) / (right - centre);
+			dense[(size_t)m * n_bins + k] = w;
+		}
+	}
+}
+
 int mel_fb_build(const mel_params *p, mel_fb **out)
 {
 	uint32_t n_bins = p->n_fft / 2 + 1;
@@ -188,8 +229,12 @@ int mel_fb_build(const mel_params *p, mel_fb **out)
 	fb->off = calloc(p->n_mels, sizeof(*fb->off));
 	if (!fb->first || !fb->count || !fb->off)
 		goto out;
-	bin_frequencies(p, n_bins, freqs);
-	dense_weights(p, n_bins, freqs, mel_f, dense);
+	if (p->mel_scale == MEL_SCALE_KALDI) {
+		kaldi_weights(p, n_bins, dense);
+	} else {
+		bin_frequencies(p, n_bins, freqs);
+		dense_weights(p, n_bins, freqs, mel_f, dense);
+	}
 	if (sparsify(fb, dense) < 0)
 		goto out;
 	*out = fb;
@@ -215,13 +260,38 @@ void mel_fb_free(mel_fb *fb)
 	free(fb);
 }
 
+/* Kaldi's windows (FeatureWindowFunction): symmetric, a = 2 pi / (N - 1). */
+static double kaldi_window(int window, uint32_t i, uint32_t n)
+{
+	double a = 2.0 * M_PI / (double)(n - 1), x = a * (double)i;
+
+	switch (window) {
+	case MEL_WIN_HANN:
+		return 0.5 - 0.5 * cos(x);
+	case MEL_WIN_HAMMING:
+		return 0.54 - 0.46 * cos(x);
+	case MEL_WIN_POVEY:
+		return pow(0.5 - 0.5 * cos(x), 0.85);
+	case MEL_WIN_BLACKMAN:
+		return 0.42 - 0.5 * cos(x) + 0.08 * cos(2.0 * x);
+	default:
+		return 1.0;
+	}
+}
+
 void mel_window_build(const mel_params *p, double *w)
 {
-	uint32_t left = (p->n_fft - p->win_length) / 2;
+	uint32_t left = mel_window_left(p);
 	double n = (double)p->win_length;
 
 	for (uint32_t i = 0; i < p->n_fft; i++)
 		w[i] = 0.0;
+	if (p->feature == MEL_FEAT_FBANK) {
+		for (uint32_t i = 0; i < p->win_length; i++)
+			w[i] = p->win_length > 1 ?
+			       kaldi_window(p->window, i, p->win_length) : 1.0;
+		return;
+	}
 	/* Periodic windows (scipy's fftbins=True, torch's periodic=True):
 	 * the period is win_length, not win_length - 1. */
 	for (uint32_t i = 0; i < p->win_length; i++) {

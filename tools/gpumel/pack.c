@@ -301,6 +301,11 @@ const char *unusable(const struct loop *lp, const rec_item *it, uint64_t nf,
 		snprintf(buf, len, "unknown sample type %d", it->dtype);
 	else if (nf == 0 && it->dim0 == 0)
 		snprintf(buf, len, "no samples");
+	else if (nf == 0 && lp->p.feature == MEL_FEAT_FBANK)
+		snprintf(buf, len, "too short: %" PRIu32 " samples give no "
+			 "frame of %" PRIu32 " samples %s", it->dim0,
+			 lp->p.win_length, lp->p.center ?
+			 "(half a frame shift at least)" : "with snip_edges");
 	else if (nf == 0)
 		snprintf(buf, len, "too short: %" PRIu32 " samples give no "
 			 "frame of n_fft %" PRIu32 " without --center",
@@ -335,7 +340,7 @@ int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
 	      uint64_t nf, size_t nrecs)
 {
 	size_t isz = dt == REC_S16 ? 2 : 4;
-	size_t in = n * isz, out = nf * lp->p.n_mels * lp->out_size;
+	size_t in = n * isz, out = nf * mel_n_rows(&lp->p) * lp->out_size;
 	struct hbatch *hb = *cur;
 
 	if (!lp->cap_in)
@@ -345,7 +350,8 @@ int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
 	hb = *cur;
 	if (hb && hb->allocated && nrecs <= hb->mb.cap_recs - hb->mb.n &&
 	    (hb->in_used + n) * isz <= hb->mb.in_cap &&
-	    (hb->out_used + nf * lp->p.n_mels) * lp->out_size <= hb->mb.out_cap)
+	    (hb->out_used + nf * mel_n_rows(&lp->p)) * lp->out_size <=
+	    hb->mb.out_cap)
 		return 0;
 	flush_batch(lp, cur);
 	*cur = get_batch(lp, in, out, nrecs);
@@ -378,12 +384,14 @@ static int place_audio(struct loop *lp, struct hbatch **cur,
 	r->out_off = hb->out_used;
 	r->flags = 0;
 	r->reserved = 0;
+	r->clip = it->clip;
+	r->pos0 = (int64_t)it->offset - (int64_t)mel_pad_len(&lp->p);
 	e = add_entry(lp, hb, it);
 	if (!e)
 		return -1;
 	e->rec = hb->mb.n++;
 	hb->in_used += it->dim0;
-	hb->out_used += nf * lp->p.n_mels;
+	hb->out_used += nf * mel_n_rows(&lp->p);
 	return 0;
 }
 
@@ -461,7 +469,8 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 	/* a record too big for one batch goes window by window too */
 	if (unusable(lp, &probe, nf, reason, sizeof(reason)) ||
 	    n > MAX_BATCH_BYTES / isz || it->n_windows > DEFAULT_BATCH_RECS ||
-	    nf * it->n_windows > MAX_BATCH_BYTES / lp->out_size / lp->p.n_mels)
+	    nf * it->n_windows > MAX_BATCH_BYTES / lp->out_size /
+	    mel_n_rows(&lp->p))
 		return add_windows_one_by_one(lp, cur, it);
 	if (make_room(lp, cur, dt, n, nf * it->n_windows, it->n_windows) < 0)
 		return -1;
@@ -486,12 +495,15 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 		r->reserved = 0;
 		win.offset = it->offset + (uint64_t)i * it->win_hop;
 		win.segment = it->segment + i;
+		r->clip = win.clip;
+		r->pos0 = (int64_t)win.offset -
+			  (int64_t)mel_pad_len(&lp->p);
 		e = add_entry_key(lp, hb, &win, key_off);
 		if (!e)
 			return -1;
 		key_off = e->key_off;
 		e->rec = hb->mb.n++;
-		hb->out_used += nf * lp->p.n_mels;
+		hb->out_used += nf * mel_n_rows(&lp->p);
 	}
 	hb->in_used += n;
 	return 0;

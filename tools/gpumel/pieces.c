@@ -5,10 +5,12 @@
  * framed, a stretch at a time, in memory that does not grow with the
  * clip, and writes its features as features pieces.
  *
- * Frame t of an item covers samples [t * hop, t * hop + n_fft) of the
- * padded signal y: P samples of --center's padding (P = n_fft / 2; 0
- * without --center), the item's samples, P more at its end. The carry
- * keeps y from the first frame not computed yet (fewer than n_fft + hop
+ * Frame t of an item covers samples [t * hop, t * hop + L) of the
+ * padded signal y (L: mel_frame_len, n_fft or fbank's win_length): P
+ * samples of padding (mel_pad_len: n_fft / 2 with --center, fbank's
+ * without snip_edges; else 0), the item's samples, and at its end P more
+ * (mel), or as many as Kaldi's last frame reaches past it (fbank). The
+ * carry keeps y from the first frame not computed yet (fewer than L + hop
  * samples). A piece's samples go into a batch behind the carry, and the
  * frames they complete become computed records flagged MEL_REC_PADDED
  * (the host built the padding: the backend frames them as without
@@ -20,9 +22,9 @@
  * a frame to give and no features piece flagged more is empty.
  *
  * Until the first frames are computed the carry holds the samples as
- * they came: the start's padding (reflect reads samples 1 .. P) is built
- * with the first stretch. An item that ends before then (fewer than
- * n_fft + hop - P samples) is computed as one record of all its samples,
+ * they came: the start's padding (reflect reads samples 1 .. P, Kaldi's
+ * reflection 0 .. P - 1) is built with the first stretch. An item that
+ * ends before then (fewer than L + hop - P samples) is computed as one record of all its samples,
  * padded by the backend and clamped: the very output of that one record,
  * or the skipped record it would give.
  *
@@ -61,13 +63,29 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 
 static uint64_t pad_len(const struct loop *lp)
 {
-	return lp->p.center ? lp->p.n_fft / 2 : 0;
+	return mel_pad_len(&lp->p);
 }
 
-/* Frames whose n_fft samples lie in the first len samples of y. */
+/* Frames whose L samples lie in the first len samples of y. */
 static uint64_t frames_in(const mel_params *p, uint64_t len)
 {
-	return len >= p->n_fft ? 1 + (len - p->n_fft) / p->hop_length : 0;
+	uint64_t L = mel_frame_len(p);
+
+	return len >= L ? 1 + (len - L) / p->hop_length : 0;
+}
+
+/* Padding after an item of n samples: P (mel), or what fbank's last
+ * frame reaches past the item (Kaldi: at most half a frame). */
+static uint64_t end_pad_len(const struct loop *lp, uint64_t n)
+{
+	const mel_params *p = &lp->p;
+	uint64_t nf, end;
+
+	if (p->feature != MEL_FEAT_FBANK)
+		return pad_len(lp);
+	nf = mel_n_frames(p, n);
+	end = nf ? (nf - 1) * p->hop_length + p->win_length : 0;
+	return end > pad_len(lp) + n ? end - pad_len(lp) - n : 0;
 }
 
 /*
@@ -79,13 +97,13 @@ static uint64_t frames_in(const mel_params *p, uint64_t len)
 static void set_limits(struct loop *lp, struct pieces *pc)
 {
 	const mel_params *p = &lp->p;
-	uint64_t per = (uint64_t)p->n_mels * lp->out_size;
+	uint64_t per = (uint64_t)mel_n_rows(p) * lp->out_size;
 	uint64_t cap = min_u64(4 * (uint64_t)lp->target_in,
 			       REC_DEFAULT_MAX_DATA);
 	const char *env = getenv(ENV_FRAMES);
 	uint64_t f = cap / per;
 
-	f = min_u64(f, (MAX_STRETCH - p->n_fft) / p->hop_length);
+	f = min_u64(f, (MAX_STRETCH - mel_frame_len(p)) / p->hop_length);
 	if (env && strtoull(env, NULL, 10) > 0)
 		f = min_u64(f, strtoull(env, NULL, 10));
 	pc->max_frames = f ? f : 1;
@@ -102,7 +120,8 @@ static int begin_item(struct loop *lp, const rec_item *it)
 
 	if (!pc->key) {
 		set_limits(lp, pc);
-		pc->carry_cap = ((size_t)lp->p.n_fft + lp->p.hop_length) * 4;
+		pc->carry_cap = ((size_t)mel_frame_len(&lp->p) +
+				 lp->p.hop_length) * 4;
 		pc->carry = malloc(pc->carry_cap);
 		pc->key = malloc(MAX_KEY_LEN + 1);
 		if (!pc->carry || !pc->key) {
@@ -160,13 +179,16 @@ static int add_frames(struct loop *lp, struct hbatch *hb, uint64_t in_off,
 	r->flags = pc->started ? MEL_REC_PADDED : 0;
 	r->flags |= whole ? 0 : MEL_REC_NO_CLAMP;
 	r->reserved = 0;
+	r->clip = pc->first.clip;
+	r->pos0 = (int64_t)(pc->first.offset + t0 * lp->p.hop_length) -
+		  (int64_t)pad_len(lp);
 	e = add_entry(lp, hb, &m);
 	if (!e)
 		return -1;
 	e->flags = pc->emitted ? REC_ITEM_CONT : 0;
 	e->flags |= last ? 0 : REC_ITEM_MORE;
 	e->rec = hb->mb.n++;
-	hb->out_used += nf * lp->p.n_mels;
+	hb->out_used += nf * mel_n_rows(&lp->p);
 	pc->emitted = 1;
 	return 0;
 }
@@ -178,11 +200,17 @@ static void copy_elem(unsigned char *x, size_t isz, int64_t j, int64_t i)
 }
 
 /* y[0, P) before the samples at y + P (at least P + 1 of them): zeros,
- * or numpy.pad's reflect, y[P - i] = y[P + i]. */
+ * or numpy.pad's reflect, y[P - i] = y[P + i], or for fbank Kaldi's,
+ * y[P - 1 - i] = y[P + i]. */
 static void start_pad(const struct loop *lp, unsigned char *y, size_t isz)
 {
 	int64_t P = (int64_t)pad_len(lp);
 
+	if (lp->p.feature == MEL_FEAT_FBANK) {
+		for (int64_t j = 0; j < P; j++)
+			copy_elem(y, isz, j, 2 * P - 1 - j);
+		return;
+	}
 	if (lp->p.pad_mode != MEL_PAD_REFLECT) {
 		memset(y, 0, (size_t)P * isz);
 		return;
@@ -191,12 +219,19 @@ static void start_pad(const struct loop *lp, unsigned char *y, size_t isz)
 		copy_elem(y, isz, j, 2 * P - j);
 }
 
-/* P samples at e, right after the item's last sample (at least P + 1
- * samples before e): zeros, or reflect, e[i] = e[-2 - i]. */
-static void end_pad(const struct loop *lp, unsigned char *e, size_t isz)
+/* E samples at e, right after the item's last sample (at least E + 1
+ * samples before e): zeros, or reflect, e[i] = e[-2 - i], or for fbank
+ * Kaldi's, e[i] = e[-1 - i]. */
+static void end_pad(const struct loop *lp, unsigned char *e, size_t isz,
+		    uint64_t E)
 {
-	int64_t P = (int64_t)pad_len(lp);
+	int64_t P = (int64_t)E;
 
+	if (lp->p.feature == MEL_FEAT_FBANK) {
+		for (int64_t i = 0; i < P; i++)
+			copy_elem(e, isz, i, -1 - i);
+		return;
+	}
 	if (lp->p.pad_mode != MEL_PAD_REFLECT) {
 		memset(e, 0, (size_t)P * isz);
 		return;
@@ -207,12 +242,16 @@ static void end_pad(const struct loop *lp, unsigned char *e, size_t isz)
 
 /* Whether an item of n samples that ends before any frame was computed
  * is one computed record: unless it has more frames than a piece holds
- * and could be padded on the host (reflect needs P + 1 samples). */
+ * and could be padded on the host (reflect needs P + 1 samples, Kaldi's
+ * reflection as many as either end's padding). */
 static int one_record(const struct loop *lp, uint64_t n)
 {
-	return mel_n_frames(&lp->p, n) <= lp->pc.max_frames ||
-	       (lp->p.center && lp->p.pad_mode == MEL_PAD_REFLECT &&
-		n <= pad_len(lp));
+	if (mel_n_frames(&lp->p, n) <= lp->pc.max_frames)
+		return 1;
+	if (lp->p.feature == MEL_FEAT_FBANK)
+		return n < pad_len(lp) || n < end_pad_len(lp, n);
+	return lp->p.center && lp->p.pad_mode == MEL_PAD_REFLECT &&
+	       n <= pad_len(lp);
 }
 
 /* The whole item (pc->n samples at in_off, the backend pads) as one
@@ -243,7 +282,7 @@ static int add_stretch(struct loop *lp, struct hbatch *hb, uint64_t ybase,
 	for (uint64_t a = pc->t_next, b; a < t_end; a = b) {
 		b = min_u64(t_end, a + pc->max_frames);
 		if (add_frames(lp, hb, hb->in_used + a * hop - ybase, a, b - a,
-			       (b - a - 1) * hop + lp->p.n_fft,
+			       (b - a - 1) * hop + mel_frame_len(&lp->p),
 			       end == END_LAST && b == t_end) < 0)
 			return -1;
 	}
@@ -270,8 +309,9 @@ static int stretch(struct loop *lp, struct hbatch **cur, const rec_item *it,
 	unsigned char *y;
 	size_t bad;
 
-	if (make_room(lp, cur, pc->dt, 2 * P + pc->carry_len + c, nf,
-		      nf / pc->max_frames + 2) < 0)
+	/* room for the padding at both ends */
+	if (make_room(lp, cur, pc->dt, 2 * P + mel_frame_len(p) +
+		      pc->carry_len + c, nf, nf / pc->max_frames + 2) < 0)
 		return -1;
 	hb = *cur;
 	hb->mb.in_dtype = pc->dt;
@@ -290,9 +330,11 @@ static int stretch(struct loop *lp, struct hbatch **cur, const rec_item *it,
 	if (!pc->started)
 		start_pad(lp, y, isz);
 	pc->started = 1;
-	if (*end != END_NONE && P) {
-		end_pad(lp, y + (yend - ybase) * isz, isz);
-		yend += P;
+	if (*end != END_NONE) {
+		uint64_t E = end_pad_len(lp, pc->n);
+
+		end_pad(lp, y + (yend - ybase) * isz, isz, E);
+		yend += E;
 	}
 	t_end = frames_in(p, yend);
 	if (*end == END_NONE) /* the last frame waits for the next piece */

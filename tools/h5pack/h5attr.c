@@ -83,10 +83,13 @@ static int attr_strings(hid_t loc, const char *name, const char **v,
 /* Header keys with a numeric meaning get a typed attribute. */
 static const char *const int_keys[] = {
 	"sample_rate", "duration", "clips", "segment_len", "segment_hop",
-	"n_fft", "win_length", "hop_length", "n_mels", "center", NULL
+	"n_fft", "win_length", "hop_length", "n_mels", "n_features", "center",
+	"snip_edges", "remove_dc_offset", "use_energy", "raw_energy", "seed",
+	NULL
 };
 static const char *const float_keys[] = {
-	"fmin", "fmax", "power", "top_db", NULL
+	"fmin", "fmax", "power", "top_db", "dither", "preemphasis",
+	"energy_floor", NULL
 };
 /* Keys that have their own place (datasets, the provenance array) or
  * whose name h5pack's own attributes take. */

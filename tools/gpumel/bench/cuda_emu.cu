@@ -101,6 +101,14 @@ void emu_frames(const mel_kargs &a)
 		md_frame fr = md_locate(a, a.f0 + i);
 		float *row = a.frames + (size_t)i * a.n_fft;
 
+		if (a.fbank && a.in_dtype == REC_S16) {
+			md_kaldi_frame<md_team_one, int16_t>(a, fr, 0, row);
+			continue;
+		}
+		if (a.fbank) {
+			md_kaldi_frame<md_team_one, float>(a, fr, 0, row);
+			continue;
+		}
 		for (int t = 0; t < MEL_T_FRAMES; t++) {
 			if (a.in_dtype == REC_S16)
 				md_load_real<int16_t>(a, fr, t, MEL_T_FRAMES,
