@@ -311,7 +311,8 @@ test_expect_success 'the summary line counts rows per split, clips, skipped' '
 
 test_expect_success 'typed root attributes, provenance and the whole header' '
 	$MK --clips 4 --header "power=2" --header "norm=slaney" \
-		--header "note=a" --header "note=b" >at.rec &&
+		--header "amin=1e-10" --header "note=a" --header "note=b" \
+		>at.rec &&
 	h5pack -q -o at.h5 at.rec &&
 	$CHECK at.rec at.h5 &&
 	$PYTHON -c "
@@ -319,6 +320,7 @@ import h5py, numpy as np
 a = h5py.File(\"at.h5\").attrs
 assert a[\"n_mels\"] == 32 and a[\"n_mels\"].dtype == np.int64
 assert a[\"power\"] == 2.0 and a[\"power\"].dtype == np.float64
+assert a[\"amin\"] == 1e-10 and a[\"amin\"].dtype == np.float64
 assert a[\"fmax\"] == 2048.5 and a[\"top_db\"] == \"none\"
 assert a[\"norm\"] == \"slaney\" and list(a[\"note\"]) == [\"a\", \"b\"]
 assert a[\"provenance\"][-1].startswith(\"h5pack 0.1.0\th5pack -q -o at.h5\")

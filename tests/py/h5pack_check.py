@@ -23,7 +23,7 @@ import h5pack_mkrec as mk  # noqa: E402
 GROUPS = ["all", "training", "validation", "testing"]
 INT_KEYS = {"sample_rate", "duration", "clips", "segment_len", "segment_hop",
             "n_fft", "win_length", "hop_length", "n_mels", "center"}
-FLOAT_KEYS = {"fmin", "fmax", "power", "top_db"}
+FLOAT_KEYS = {"fmin", "fmax", "power", "amin", "top_db"}
 FILTER_IDS = {"none": None, "gzip": 1, "zstd": 32015}
 
 

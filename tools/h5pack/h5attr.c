@@ -88,7 +88,7 @@ static const char *const int_keys[] = {
 	NULL
 };
 static const char *const float_keys[] = {
-	"fmin", "fmax", "power", "top_db", "dither", "preemphasis",
+	"fmin", "fmax", "power", "amin", "top_db", "dither", "preemphasis",
 	"energy_floor", NULL
 };
 /* Keys that have their own place (datasets, the provenance array) or
