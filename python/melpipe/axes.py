@@ -42,6 +42,11 @@ def mel_band_hz(attrs):
     except (KeyError, TypeError, ValueError):
         return None
     scale = str(attrs.get("mel_scale", "slaney"))
+    if scale == "kaldi":
+        # Kaldi's mel scale, 1127 ln(1 + f/700) (gpumel --preset kaldi)
+        m = np.linspace(1127 * np.log1p(lo / 700), 1127 * np.log1p(hi / 700),
+                        n + 2)
+        return 700 * np.expm1(m[1:-1] / 1127)
     if scale not in ("slaney", "htk"):
         return None
     m = np.linspace(hz_to_mel(lo, scale), hz_to_mel(hi, scale), n + 2)
@@ -74,7 +79,10 @@ def frame_times(attrs, n_frames, offset=0):
     row's n_frames frames, the row starting at sample offset of the
     clip: frame k covers samples k * hop_length .. + n_fft of the row,
     centred on its first (center=1, gpumel's default) or on its middle
-    (center=0). None without hop_length and sample_rate."""
+    (center=0); a Kaldi fbank frame of win_length samples on its middle
+    (snip_edges=1), or, without snip_edges, on hop_length / 2 past the
+    frame's start (Kaldi's frames then start at k * hop + hop / 2 -
+    win_length / 2). None without hop_length and sample_rate."""
     sr = sample_rate(attrs)
     try:
         hop = int(attrs["hop_length"])
@@ -82,7 +90,12 @@ def frame_times(attrs, n_frames, offset=0):
         return None
     if sr is None or hop <= 0:
         return None
-    shift = 0 if int(attrs.get("center", 1)) else int(attrs.get("n_fft", 0)) / 2
+    if str(attrs.get("feature", "mel")) == "fbank":
+        shift = (int(attrs.get("win_length", 0)) / 2
+                 if int(attrs.get("snip_edges", 1)) else hop / 2)
+    else:
+        shift = 0 if int(attrs.get("center", 1)) else \
+            int(attrs.get("n_fft", 0)) / 2
     return (offset + shift + hop * np.arange(n_frames)) / sr
 
 

@@ -102,6 +102,25 @@ def test_axes_from_the_recorded_parameters():
     assert axes.per_second(a, "features") == 100.0
 
 
+def test_axes_of_kaldi_fbank():
+    """gpumel --preset kaldi: bands on Kaldi's mel scale, frames centred
+    on the middle of their window, as tests/py/kaldi_ref.py lays them."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                    "tests", "py"))
+    import kaldi_ref
+    a = {"feature": "fbank", "mel_scale": "kaldi", "n_mels": 23,
+         "fmin": 20.0, "fmax": 8000.0, "sample_rate": 16000,
+         "hop_length": 160, "win_length": 400, "snip_edges": 1}
+    lo, hi = kaldi_ref.mel(20.0), kaldi_ref.mel(8000.0)
+    assert np.allclose(kaldi_ref.mel(axes.mel_band_hz(a)),
+                       lo + (hi - lo) / 24 * np.arange(1, 24), rtol=1e-12)
+    for snip in (1, 0):
+        a["snip_edges"] = snip
+        starts = kaldi_ref.frame_starts(16000, 400, 160, snip)[:5]
+        assert np.allclose(axes.frame_times(a, 5, 800),
+                           (800 + starts + 400 / 2) / 16000)
+
+
 def test_cli_prints_pages_and_errors_in_one_line(datasets, tmp_path,
                                                  capsys):
     path = datasets["f16-fixed", "none"]
