@@ -106,7 +106,7 @@ static void report(const struct loop *lp, double t_total)
 		prog_info("reader: %.2f s, of which waiting for input %.2f s, "
 			  "for a free batch %.2f s, for its allocation %.2f s; "
 			  "writer: %.2f s, of which waiting on output %.2f s",
-			  st->t_reader, rec_reader_wait(lp->rd),
+			  st->t_reader, st->t_reader_in,
 			  st->t_out_blocked, st->t_alloc, st->t_write,
 			  rec_writer_wait(lp->wr));
 		prog_report_spliced(rec_writer_bytes(lp->wr),

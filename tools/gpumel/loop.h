@@ -93,6 +93,7 @@ struct stats {
 	uint64_t audio, skipped_in, skipped_here; /* reader */
 	uint64_t features, skipped_out;           /* writer */
 	double t_reader;                          /* reader, all */
+	double t_reader_in;                       /* reader, waiting for input */
 	double t_out_blocked, t_alloc;            /* reader, waiting */
 	double t_compute, t_starved;              /* compute */
 	double t_write;                           /* writer */

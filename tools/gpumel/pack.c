@@ -536,6 +536,8 @@ void *reader_main(void *arg)
 	struct loop *lp = arg;
 	struct hbatch *cur = NULL;
 	double t0 = prog_now();
+	/* the wait for the header, before this thread, is not its own */
+	double w0 = rec_reader_wait(lp->rd);
 	rec_item it;
 
 	for (;;) {
@@ -556,6 +558,7 @@ void *reader_main(void *arg)
 	if (!aborted(lp))
 		flush_batch(lp, &cur);
 	lp->st.t_reader = prog_now() - t0;
+	lp->st.t_reader_in = rec_reader_wait(lp->rd) - w0;
 	q_close(lp, &lp->ready_q);
 	return NULL;
 }
