@@ -34,7 +34,8 @@ import sys
 
 import numpy as np
 
-from gpumel_rec import T_AUDIO, T_FEATURES, T_SKIPPED, DTYPES, read_stream
+from gpumel_rec import (T_AUDIO, T_FEATURES, T_SKIPPED, DTYPES, meta_tuple,
+                        read_stream)
 
 EPS = float(np.finfo(np.float32).eps)
 WEAK = 1e-9
@@ -203,7 +204,7 @@ def fbank(x, sr, o, clip=0, offset=0, detail=False):
 
 def kaldi_samples(it):
     """An audio record's samples in Kaldi's scale, float64."""
-    raw = it.payload
+    raw = it.data
     if it.dtype == DTYPES["s16"]:
         return np.frombuffer(raw, "<i2").astype(np.float64)
     if it.dtype == DTYPES["f32"]:
@@ -291,15 +292,15 @@ def check(a):
         fails.append("%d records in, %d out" % (len(items_in),
                                                 len(items_out)))
     for i, (x, y) in enumerate(zip(items_in, items_out)):
-        if x.meta_tuple() != y.meta_tuple():
+        if meta_tuple(x) != meta_tuple(y):
             fails.append("record %d: metadata differ" % i)
             continue
         if x.type == T_SKIPPED:
-            if y.type != T_SKIPPED or y.payload != x.payload:
+            if y.type != T_SKIPPED or y.data != x.data:
                 fails.append("record %d: skipped record not passed on" % i)
             continue
         nf = len(frame_starts(x.dim0, w, s, o["snip_edges"]))
-        usable = x.type == T_AUDIO and x.dim1 == 1 and x.rate == sr
+        usable = x.type == T_AUDIO and x.dim1 == 1 and x.sample_rate == sr
         if not usable or nf == 0:
             if y.type != T_SKIPPED:
                 fails.append("record %d: unusable, not skipped" % i)
@@ -308,7 +309,7 @@ def check(a):
             fails.append("record %d: type %d shape %dx%d, want features "
                          "%dx%d" % (i, y.type, y.dim0, y.dim1, rows, nf))
             continue
-        got = np.frombuffer(y.payload, "<f4").astype(np.float64).reshape(
+        got = np.frombuffer(y.data, "<f4").astype(np.float64).reshape(
             rows, nf).T
         ref, bands, power, fsum = fbank(kaldi_samples(x), sr, o, x.clip,
                                         x.offset, detail=True)

@@ -79,7 +79,7 @@ def check(a):
         t = torch.tensor(wave, dtype=torch.float32,
                          device=a.torch_device)[None, :]
         ta = tak.fbank(t, **kw).double().cpu().numpy()
-        got = np.frombuffer(y.payload, "<f4").astype(np.float64).reshape(
+        got = np.frombuffer(y.data, "<f4").astype(np.float64).reshape(
             y.dim0, y.dim1).T
         if ta.shape != got.shape:
             print("FAIL: record %d: shape %r, torchaudio %r" %
