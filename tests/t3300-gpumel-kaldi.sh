@@ -221,6 +221,21 @@ test_expect_success 'items in pieces against the reference' '
 	$PC join ns.out pj.out $REL
 '
 
+test_expect_success 'without --device it runs on the CPU and says so' '
+	gpumel --preset kaldi s16.rec >auto.out 2>auto.err &&
+	test_grep "^gpumel: --preset kaldi runs on the CPU unless --device cuda is given" auto.err &&
+	! grep -q "NVIDIA\|GPU (" auto.err &&
+	gpumel --preset kaldi --device cpu s16.rec >cpu.out 2>/dev/null &&
+	$PYTHON -c "
+import sys
+from melpipe.stream import read_stream
+a, b = (read_stream(open(f, \"rb\").read())[1] for f in sys.argv[1:])
+assert [(x.type, x.data) for x in a] == [(y.type, y.data) for y in b]
+assert len(a) == 24" auto.out cpu.out &&
+	gpumel -q --preset kaldi s16.rec 2>err >/dev/null &&
+	! test -s err
+'
+
 test_expect_success 'options of the other feature are usage errors' '
 	test_usage_error gpumel --dither 1 s16.rec &&
 	test_grep "dither applies to --preset kaldi only" usage.err &&
