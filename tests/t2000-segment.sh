@@ -55,6 +55,28 @@ test_expect_success 'lengths at the edges: one sample more or less' '
 	done
 '
 
+test_expect_success '--last cover: the fewest windows that hold every sample' '
+	seg_cut 1000 400 cover &&
+	seg_cut 700 1 cover &&
+	seg_cut 300 1000 cover &&
+	seg_cut 512 512 cover &&
+	seg_cut 5000 5000 cover &&
+	for args in "256 256" "256 100" "100 256" "257 1" "256 128"; do
+		set -- $args &&
+		seg_cut $1 $2 cover edge.rec || exit 1
+	done &&
+	# the counts --help gives: pad 2 and 160, cover 1 and 159
+	$MK --kind audio --clips 2 --lengths 512,40960 --seed 9 >h.rec &&
+	segment -q --len 512 --hop 256 --last cover h.rec | recdump >hc &&
+	test_grep "clip=0 .*n_windows=1 " hc &&
+	test_grep "clip=1 .*n_windows=159 " hc &&
+	segment -q --len 512 --hop 256 h.rec | recdump >hp &&
+	test_grep "clip=0 .*n_windows=2 " hp &&
+	test_grep "clip=1 .*n_windows=160 " hp &&
+	segment -q --len 512 --hop 256 --last cover h.rec |
+		recdump -n 1 | grep -q "segment_last=cover"
+'
+
 test_expect_success '--hop defaults to --len, --last to pad' '
 	segment -q --len 700 a.rec >d.rec &&
 	segment -q --len 700 --hop 700 --last pad a.rec >e.rec &&

@@ -86,6 +86,13 @@ test_expect_success 'windows that touch (len = hop), pad and drop' '
 	seg_check
 '
 
+test_expect_success '--last cover across pieces: overlapping, gaps, touching' '
+	seg_sizes edge.rec 256 100 cover &&
+	seg_sizes edge.rec 100 256 cover &&
+	seg_sizes edge.rec 256 256 cover &&
+	seg_check
+'
+
 test_expect_success 'clips of any length, two channels of f32' '
 	seg_same a.rec 7 --unknown-length --len 1000 --hop 400 &&
 	seg_same a.rec 401 "" --copy --len 1000 --hop 400 --last drop &&

@@ -39,7 +39,7 @@ def stage_arg(s):
     length = int(parts[0])
     hop = int(parts[1]) if len(parts) > 1 and parts[1] else length
     last = parts[2] if len(parts) > 2 else "pad"
-    assert last in ("pad", "drop")
+    assert last in ("pad", "drop", "cover")
     return length, hop, last
 
 
@@ -48,7 +48,12 @@ def window_starts(n, length, hop, last):
     while s + length <= n:
         starts.append(s)
         s += hop
-    if last == "pad" and s < n:
+    # pad: one more window where one starts below n; cover: only where
+    # samples at the end lie in no window yet (the fewest windows that
+    # hold every sample a window can hold)
+    if s < n and (last == "pad" or
+                  last == "cover" and (not starts or
+                                       starts[-1] + length < n)):
         starts.append(s)
     return starts
 

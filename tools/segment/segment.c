@@ -74,10 +74,12 @@ static void usage(FILE *f)
 "The last window of a record is partial when it would run past the end:\n"
 "with --last pad (the default) it is padded with zeros to N samples, so\n"
 "no sample at the end is lost and a record shorter than N gives one\n"
-"padded window; with --last drop it is left out. A record that gives no\n"
-"window at all (shorter than N with drop, or empty) is reported and\n"
-"passed on as a skipped record, so the dataset lists it; skipped records\n"
-"of the input pass through.\n"
+"padded window; with --last drop it is left out; with --last cover it is\n"
+"padded only when the windows before leave samples at the end uncovered,\n"
+"which gives the fewest windows that hold every sample. A record that\n"
+"gives no window at all (shorter than N with drop, or empty) is reported\n"
+"and passed on as a skipped record, so the dataset lists it; skipped\n"
+"records of the input pass through.\n"
 "\n"
 "An audio item in pieces (record format version 3) is cut as one clip:\n"
 "the windows its samples give in one record, written as the pieces come.\n"
@@ -89,13 +91,16 @@ static void usage(FILE *f)
 "tf.signal.frame(pad_end=True), ceil(S / HOP), whenever HOP >= N; with more\n"
 "overlap tf.signal.frame may give more, starting a window at every\n"
 "multiple of HOP below S (9152 samples, --len 512 --hop 180: 50 here, 51\n"
-"there). --last drop gives the count of pad_end=False.\n"
+"there). --last drop gives the count of pad_end=False; --last cover the\n"
+"pad count less the window whose samples all lie in the windows before\n"
+"(512 samples with --len 512 --hop 256: 1 window; 40960: 159).\n"
 "\n"
 "Options:\n"
 "      --copy         one audio record per window, samples copied\n"
 "      --hop=N        samples from one window's start to the next\n"
 "                     (default: the window length; less overlaps windows)\n"
-"      --last=MODE    pad or drop the last, partial window (default: pad)\n"
+"      --last=MODE    pad, drop or cover: the last, partial window\n"
+"                     (default: pad; see above)\n"
 "      --len=N        window length in samples (required)\n"
 "  -o, --output=FILE  write the stream to FILE instead of standard output\n"
 "  -q, --quiet        no warnings, no summary line\n"
@@ -145,10 +150,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 				o->last = LAST_PAD;
 			else if (!strcmp(optarg, "drop"))
 				o->last = LAST_DROP;
+			else if (!strcmp(optarg, "cover"))
+				o->last = LAST_COVER;
 			else
 				prog_usage_error("invalid value '%s' for "
-						 "--last: expected pad or "
-						 "drop", optarg);
+						 "--last: expected pad, drop "
+						 "or cover", optarg);
 			break;
 		case OPT_LEN:
 			o->len = (uint32_t)prog_arg_u64("--len", optarg, 1,
@@ -182,7 +189,8 @@ static rec_header *output_header(const rec_header *in,
 	    rec_header_set_u64(h, "segment_len", o->len) ||
 	    rec_header_set_u64(h, "segment_hop", o->hop) ||
 	    rec_header_set(h, "segment_last",
-			   o->last == LAST_PAD ? "pad" : "drop") ||
+			   o->last == LAST_PAD ? "pad" :
+			   o->last == LAST_COVER ? "cover" : "drop") ||
 	    rec_header_add_stage(h, "segment", MELPIPE_VERSION, argc,
 				 argv)) {
 		rec_header_free(h);
@@ -192,13 +200,17 @@ static rec_header *output_header(const rec_header *in,
 }
 
 /* Number of windows of a record of n samples: the full windows, plus with
- * pad the partial one that starts before the end. (With hop > len a
+ * pad the partial one that starts before the end, and with cover only when
+ * the full windows leave samples at the end uncovered. (With hop > len a
  * trailing gap shorter than hop gives no window, like the gaps between.) */
 uint64_t window_count(uint64_t n, const struct options *o)
 {
 	uint64_t full = n >= o->len ? (n - o->len) / o->hop + 1 : 0;
 
 	if (o->last == LAST_PAD && full * o->hop < n)
+		full++;
+	else if (o->last == LAST_COVER && full * o->hop < n &&
+		 (full == 0 || (full - 1) * o->hop + o->len < n))
 		full++;
 	return full;
 }

@@ -11,7 +11,7 @@
 #include "../../lib/rec.h"
 #include "../common/opts.h"
 
-enum last_mode { LAST_PAD, LAST_DROP };
+enum last_mode { LAST_PAD, LAST_DROP, LAST_COVER };
 
 struct options {
 	uint32_t len;
