@@ -175,13 +175,17 @@ class MelDataset:
     def __len__(self):
         return self._n
 
+    def _row_index(self, i):
+        """i as a row number from 0, or IndexError."""
+        if not -self._n <= i < self._n:
+            raise IndexError("row %d of %d" % (i, self._n))
+        return i % self._n
+
     def features(self, i, limit=None):
         """Row i's features (or samples), before transform; with limit,
         only its first limit frames (samples), which for a ragged row is
         all that is read (a picture of a two-hour clip)."""
-        if not -self._n <= i < self._n:
-            raise IndexError("row %d of %d" % (i, self._n))
-        i %= self._n
+        i = self._row_index(i)
         if self.layout == "fixed":
             x = self._read(i, i + 1)[0]
             if limit is not None:
@@ -228,14 +232,11 @@ class MelDataset:
         per = self.chunk_shape[0]
         out = []
         for i in indices:
-            i = int(i)
-            if not -self._n <= i < self._n:
-                raise IndexError("row %d of %d" % (i, self._n))
-            i %= self._n
+            i = self._row_index(int(i))
             x = self._chunk(i // per)[i % per]
-            # a copy: the item is the caller's, the chunk stays intact
-            x = x.astype(self.dtype) if self.dtype is not None and \
-                x.dtype != self.dtype else x.copy()
+            # a copy (astype copies): the item is the caller's, the chunk
+            # stays intact
+            x = x.astype(x.dtype if self.dtype is None else self.dtype)
             if self.transform is not None:
                 x = self.transform(x)
             out.append((x, int(labels[i])))
