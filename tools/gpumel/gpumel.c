@@ -117,17 +117,6 @@ static void report(const struct loop *lp, double t_total)
 		  st->skipped_out, st->skipped_here, st->skipped_in);
 }
 
-/*
- * Kaldi's filterbank (--preset kaldi) takes the GPU only when --device
- * cuda asks for it: its CUDA kernels pass the parity tests under the
- * mock runtime (t6000, t6100) but have not yet run on a GPU, and a
- * default must not be a path whose numbers were never seen there.
- */
-static int fbank_on_cpu(const struct options *o)
-{
-	return o->device == DEV_AUTO && o->preset == MEL_PRESET_KALDI;
-}
-
 /* Everything that the run holds, for one cleanup path. */
 struct run {
 	int in_fd, out_fd;
@@ -157,7 +146,7 @@ static int open_streams(struct run *r, const struct options *o,
 		return -1;
 	/* after the checks that exit (a terminal): not while the warm-up
 	 * may be inside the CUDA runtime */
-	if (o->device != DEV_CPU && !fbank_on_cpu(o))
+	if (o->device != DEV_CPU)
 		cuda_warm_start(&r->warm, o->cuda_index);
 	err = rec_reader_open(&r->rd, r->in_fd, &ro);
 	if (err) {
@@ -179,11 +168,7 @@ static mel_backend *open_backend(const struct options *o,
 	mel_backend *be = NULL;
 	int rc;
 
-	if (fbank_on_cpu(o))
-		prog_warn("--preset kaldi runs on the CPU unless --device cuda "
-			  "is given (its GPU path is new and not yet checked "
-			  "on a GPU)");
-	else if (o->device != DEV_CPU) {
+	if (o->device != DEV_CPU) {
 		rc = cuda_open(p, fb, o->cuda_index, o->batch, w, dl, &be, err,
 			       sizeof(err));
 		if (rc == 0)
