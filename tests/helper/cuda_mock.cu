@@ -41,7 +41,7 @@
 #include "../../tools/gpumel/bench/cuda_emu.h"
 
 enum op_kind { OP_COPY, OP_SET, OP_FUSED, OP_FRAMES, OP_MEL, OP_CLAMP,
-	       OP_R2C, OP_EVENT };
+	       OP_DCT, OP_R2C, OP_EVENT };
 
 struct op {
 	int kind;
@@ -153,6 +153,7 @@ static void run_op(const struct op *o)
 	case OP_FRAMES: emu_frames(o->a); n_kernels++; break;
 	case OP_MEL: emu_mel(o->a); n_kernels++; break;
 	case OP_CLAMP: emu_clamp(o->a, o->frames); n_kernels++; break;
+	case OP_DCT: emu_dct(o->a, o->frames); n_kernels++; break;
 	case OP_R2C:
 		emu_r2c(o->fft_n, o->n, (const float *)o->src, (float *)o->dst);
 		n_r2c++;
@@ -508,7 +509,7 @@ static cudaError_t launch(int kind, const mel_kargs *a, uint32_t frames,
 {
 	struct op o = {};
 
-	if ((kind == OP_CLAMP ? frames : a->nf) == 0)
+	if ((kind == OP_CLAMP || kind == OP_DCT ? frames : a->nf) == 0)
 		return fail(cudaErrorInvalidConfiguration);
 	if (gone(0))
 		return fail(cudaErrorLaunchFailure);
@@ -541,6 +542,12 @@ extern "C" cudaError_t mel_cuda_launch_clamp(const mel_kargs *a,
 					     uint32_t n_frames, cudaStream_t s)
 {
 	return launch(OP_CLAMP, a, n_frames, s);
+}
+
+extern "C" cudaError_t mel_cuda_launch_dct(const mel_kargs *a,
+					   uint32_t n_frames, cudaStream_t s)
+{
+	return launch(OP_DCT, a, n_frames, s);
 }
 
 extern "C" cudaError_t mel_cuda_kernels_check(void)

@@ -33,13 +33,16 @@ enum mel_log { MEL_LOG_NONE = 0, MEL_LOG_DB = 1, MEL_LOG_LN = 2 };
 enum mel_bins { MEL_BINS_RFFT = 0, MEL_BINS_TORCH = 1 };
 
 /*
- * What the rows of a frame hold. mel: the mel spectrogram (librosa,
+ * How a frame's bands are made. mel: the mel spectrogram (librosa,
  * torchaudio). fbank: Kaldi's filterbank features as
  * torchaudio.compliance.kaldi.fbank computes them: each frame of
  * win_length samples (s16 samples as they are, f32 times 32768) dithered,
  * its mean removed, pre-emphasised and windowed at the start of n_fft
  * zeros; the power spectrum; the kaldi mel bank; ln(max(x, amin)); and
- * with use_energy the log energy as row 0 (mfcc will come next).
+ * with use_energy the log energy as row 0. With n_mfcc > 0 either becomes
+ * MFCCs (mel_dct_build): the bands, top_db-clamped, through the
+ * orthonormal DCT-II, the first n_mfcc coefficients, times Kaldi's
+ * lifter (fbank), with fbank's use_energy the log energy as coefficient 0.
  */
 enum mel_feature { MEL_FEAT_MEL = 0, MEL_FEAT_FBANK = 1 };
 
@@ -82,13 +85,31 @@ typedef struct mel_params {
 	int bin_freqs;         /* enum mel_bins; 0 (librosa) unless the
 				  torchaudio preset is chosen */
 	mel_kaldi k;           /* fbank's frame options */
+	uint32_t n_mfcc;       /* > 0: MFCCs, that many; <= n_mels */
+	double lifter;         /* fbank's MFCC: Kaldi's cepstral_lifter Q,
+				  coefficient c times 1 + Q/2 sin(pi c / Q);
+				  0: none */
 } mel_params;
 
-/* Rows of a frame's features (dim0 of a features record): n_mels, and
- * the energy's row when fbank has use_energy. */
-static inline uint32_t mel_n_rows(const mel_params *p)
+/* Rows of a frame's bands before any DCT: n_mels, and the energy's row
+ * (row 0) when fbank has use_energy. */
+static inline uint32_t mel_n_bands(const mel_params *p)
 {
 	return p->n_mels + (p->feature == MEL_FEAT_FBANK && p->k.use_energy);
+}
+
+/* Rows of a frame's features (dim0 of a features record, the header's
+ * n_features): n_mfcc, else the bands. */
+static inline uint32_t mel_n_rows(const mel_params *p)
+{
+	return p->n_mfcc ? p->n_mfcc : mel_n_bands(p);
+}
+
+/* Whether top_db clamps: dB output and top_db >= 0 (with n_mfcc, the
+ * bands before the DCT). */
+static inline int mel_clamps(const mel_params *p)
+{
+	return p->log == MEL_LOG_DB && p->top_db >= 0.0;
 }
 
 /* Samples of a frame: n_fft (mel: the window sits centred in them), or
@@ -137,6 +158,12 @@ typedef struct mel_fb {
  * -1 when out of memory. mel_fb_free() accepts NULL. */
 int mel_fb_build(const mel_params *p, mel_fb **out);
 void mel_fb_free(mel_fb *fb);
+/* The MFCC matrix of p, n_mfcc rows of n_mels in d (row-major): the
+ * orthonormal DCT-II, d[c][m] = sqrt((c ? 2 : 1) / n_mels)
+ * cos(pi c (m + 1/2) / n_mels) (librosa's scipy dct norm='ortho',
+ * torchaudio's create_dct, Kaldi's ComputeDctMatrix), each row times
+ * Kaldi's lifter when p->lifter != 0. */
+void mel_dct_build(const mel_params *p, double *d);
 /* The window of p, n_fft long (zero outside the win_length samples:
  * centred for mel, at the start for fbank). */
 void mel_window_build(const mel_params *p, double *w);

@@ -19,6 +19,12 @@
  * scale, dithered, mean removed, pre-emphasised and windowed at the start
  * of the n_fft, the log energy beside; the rest is the same path with
  * ln(max(x, epsilon)), the energy in row 0 when asked for.
+ *
+ * MFCCs take two passes over the batch, as the DCT needs the bands
+ * clamped to their record's maximum, known only when the whole record is
+ * computed: the bands go, in float, to a scratch matrix per record (the
+ * maxima noted as for the clamp), then each thread takes its frames
+ * through the DCT (dct_frames) into the output.
  */
 #include <errno.h>
 #include <fftw3.h>
@@ -46,8 +52,10 @@ struct worker {
 	float *frame;          /* n_fft windowed samples (FFTW input) */
 	fftwf_complex *spec;   /* n_bins (FFTW output) */
 	float *mag;            /* n_bins: |X|^2 or |X| */
-	float *mel;            /* n_rows of one frame after the log */
+	float *mel;            /* n_bands of one frame after the log (and
+				  n_rows for MFCC's coefficients) */
 	uint16_t *mel16;       /* the same in a 16-bit output type */
+	double *dv;            /* MFCC: n_mels clamped bands */
 	uint64_t g0, g1;       /* this thread's frames in the batch */
 	struct part part[2];
 	int n_part;
@@ -60,7 +68,16 @@ struct cpu_ctx {
 	float *win_s16;        /* the window / 32768: scales s16 exactly */
 	uint32_t win_lo, win_hi; /* nonzero part of the window in n_fft */
 	uint32_t n_rows;       /* rows of a frame (mel_n_rows) */
-	uint32_t row0;         /* the first mel's row: 1 after the energy */
+	uint32_t n_bands;      /* rows before the DCT (mel_n_bands) */
+	uint32_t row0;         /* the first mel's band: 1 after the energy */
+	int mfcc;              /* n_mfcc > 0: the two passes */
+	double *dct;           /* MFCC: [n_rows][n_mels] (mel_dct_build) */
+	int pass;              /* 0 the bands, 1 the DCT (MFCC) */
+	float *bands;          /* MFCC: record i's [n_bands][n_frames] at
+				  fstart[i] * n_bands */
+	size_t bands_cap;      /* floats */
+	float *rmax;           /* MFCC: each record's max, for top_db */
+	size_t rmax_cap;
 	int fbank;             /* Kaldi's frames (kaldi_frame) */
 	double log_efloor;     /* fbank: ln(energy_floor), or -inf */
 	float amin, top_db;
@@ -380,6 +397,18 @@ static void *rec_out(const struct cpu_ctx *c, const mel_batch *b,
 	return (char *)b->out + r->out_off * c->out_size;
 }
 
+/* MFCC's first pass: the frame's bands into column f of record ri's
+ * scratch matrix. */
+static void store_bands(const struct cpu_ctx *c, const struct worker *w,
+			size_t ri, uint64_t f)
+{
+	uint64_t nf = c->cur->rec[ri].n_frames;
+	float *x = c->bands + c->fstart[ri] * c->n_bands;
+
+	for (uint32_t m = 0; m < c->n_bands; m++)
+		x[m * nf + f] = w->mel[m];
+}
+
 /* Frames [a, b) of record ri; returns their max. */
 static float run_frames(struct worker *w, size_t ri, uint64_t a, uint64_t e)
 {
@@ -398,9 +427,49 @@ static float run_frames(struct worker *w, size_t ri, uint64_t a, uint64_t e)
 		magnitude(c, (const float *)w->spec, w->mag);
 		fm = mel_log(c, w->mag, w->mel + c->row0);
 		max = fm > max ? fm : max;
-		store_column(c, w, out, r->n_frames, f);
+		if (c->mfcc)
+			store_bands(c, w, ri, f);
+		else
+			store_column(c, w, out, r->n_frames, f);
 	}
 	return max;
+}
+
+/* Frames [a, e) of record ri through the DCT: its bands raised to its
+ * max - top_db (unless a piece), the coefficients, fbank's log energy as
+ * coefficient 0 with use_energy, into the output. */
+static void dct_frames(struct worker *w, size_t ri, uint64_t a, uint64_t e)
+{
+	const struct cpu_ctx *c = w->c;
+	const mel_batch *b = c->cur;
+	const mel_rec *r = &b->rec[ri];
+	uint64_t nf = r->n_frames;
+	const float *x = c->bands + c->fstart[ri] * c->n_bands;
+	const uint32_t M = c->p.n_mels;
+	float lowest = -INFINITY;
+
+	if (c->clamp && !(r->flags & MEL_REC_NO_CLAMP))
+		lowest = c->rmax[ri] - c->top_db;
+	for (uint64_t f = a; f < e; f++) {
+		double *v = w->dv;
+
+		for (uint32_t m = 0; m < M; m++) {
+			float y = x[(uint64_t)(c->row0 + m) * nf + f];
+
+			v[m] = y > lowest ? y : lowest;
+		}
+		for (uint32_t k = 0; k < c->n_rows; k++) {
+			const double *d = c->dct + (size_t)k * M;
+			double s = 0.0;
+
+			for (uint32_t m = 0; m < M; m++)
+				s += d[m] * v[m];
+			w->mel[k] = (float)s;
+		}
+		if (c->row0)
+			w->mel[0] = x[f];
+		store_column(c, w, rec_out(c, b, r), nf, f);
+	}
 }
 
 /* The last record whose first frame is at or before g. */
@@ -419,11 +488,16 @@ static size_t find_record(const struct cpu_ctx *c, uint64_t g)
 	return lo;
 }
 
-/* Clamps record ri of the current batch to its max - top_db. */
+/* Clamps record ri of the current batch to its max - top_db (MFCC:
+ * notes its max for the DCT pass). */
 static void clamp_record(const struct cpu_ctx *c, size_t ri, float max)
 {
 	const mel_rec *r = &c->cur->rec[ri];
 
+	if (c->mfcc) {
+		c->rmax[ri] = max;
+		return;
+	}
 	clamp_matrix(c, rec_out(c, c->cur, r),
 		     (uint64_t)c->n_rows * r->n_frames, max - c->top_db);
 }
@@ -447,6 +521,10 @@ static void run_share(struct worker *w)
 		e = (w->g1 < fe ? w->g1 : fe) - fs;
 		if (a >= e)
 			continue;
+		if (c->pass == 1) {
+			dct_frames(w, ri, a, e);
+			continue;
+		}
 		max = run_frames(w, ri, a, e);
 		if (!c->clamp || (c->cur->rec[ri].flags & MEL_REC_NO_CLAMP))
 			continue;
@@ -606,6 +684,36 @@ static int check_batch(mel_backend *be, const struct cpu_ctx *c,
 	return 0;
 }
 
+/* MFCC's scratch for batch b (fstart set): its bands and maxima. */
+static int mfcc_scratch(mel_backend *be, struct cpu_ctx *c,
+			const mel_batch *b)
+{
+	size_t need = (size_t)c->fstart[b->n] * c->n_bands;
+
+	if (need > c->bands_cap) {
+		float *x = realloc(c->bands, need * sizeof(*x));
+
+		if (!x)
+			goto nomem;
+		c->bands = x;
+		c->bands_cap = need;
+	}
+	if (b->n > c->rmax_cap) {
+		float *x = realloc(c->rmax, b->n * sizeof(*x));
+
+		if (!x)
+			goto nomem;
+		c->rmax = x;
+		c->rmax_cap = b->n;
+	}
+	return 0;
+nomem:
+	snprintf(be->err, sizeof(be->err), "cannot allocate the MFCC "
+		 "scratch of %zu frames: %s", (size_t)c->fstart[b->n],
+		 strerror(ENOMEM));
+	return -1;
+}
+
 static int cpu_submit(mel_backend *be, mel_batch *b)
 {
 	struct cpu_ctx *c = be->ctx;
@@ -632,11 +740,18 @@ static int cpu_submit(mel_backend *be, mel_batch *b)
 	c->fstart[0] = 0;
 	for (size_t i = 0; i < b->n; i++)
 		c->fstart[i + 1] = c->fstart[i] + b->rec[i].n_frames;
+	if (c->mfcc && mfcc_scratch(be, c, b) < 0)
+		return -1;
 	c->cur = b;
+	c->pass = 0;
 	assign_shares(c, c->fstart[b->n]);
 	run_all(c);
 	if (c->clamp)
 		clamp_split_records(c);
+	if (c->mfcc) {
+		c->pass = 1;
+		run_all(c);
+	}
 	c->cur = NULL;
 	c->finished = b;
 	return 0;
@@ -679,6 +794,7 @@ static void cpu_destroy(mel_backend *be)
 			free(c->w[t].mag);
 			free(c->w[t].mel);
 			free(c->w[t].mel16);
+			free(c->w[t].dv);
 		}
 		if (c->plan)
 			fftwf_destroy_plan(c->plan);
@@ -691,6 +807,9 @@ static void cpu_destroy(mel_backend *be)
 		free(c->win_f32);
 		free(c->win_s16);
 		free(c->fstart);
+		free(c->dct);
+		free(c->bands);
+		free(c->rmax);
 		free(c);
 	}
 	free(be);
@@ -720,6 +839,18 @@ static int build_windows(struct cpu_ctx *c)
 	return 0;
 }
 
+/* MFCC's matrix, in double: the DCT sums in double. */
+static int build_dct(struct cpu_ctx *c)
+{
+	if (!c->mfcc)
+		return 0;
+	c->dct = malloc((size_t)c->n_rows * c->p.n_mels * sizeof(*c->dct));
+	if (!c->dct)
+		return -1;
+	mel_dct_build(&c->p, c->dct);
+	return 0;
+}
+
 /* Scratch of one thread; the frame is zero outside the window and stays
  * so (fill_frame writes only inside, and an out-of-place r2c plan
  * preserves its input). */
@@ -729,9 +860,12 @@ static int alloc_scratch(struct cpu_ctx *c, struct worker *w)
 	w->frame = fftwf_alloc_real(c->p.n_fft);
 	w->spec = fftwf_alloc_complex(c->fb->n_bins);
 	w->mag = malloc(c->fb->n_bins * sizeof(*w->mag));
-	w->mel = malloc(c->n_rows * sizeof(*w->mel));
+	w->mel = malloc((c->n_bands > c->n_rows ? c->n_bands : c->n_rows) *
+			sizeof(*w->mel));
 	w->mel16 = malloc(c->n_rows * sizeof(*w->mel16));
-	if (!w->frame || !w->spec || !w->mag || !w->mel || !w->mel16)
+	w->dv = malloc(c->p.n_mels * sizeof(*w->dv));
+	if (!w->frame || !w->spec || !w->mag || !w->mel || !w->mel16 ||
+	    !w->dv)
 		return -1;
 	memset(w->frame, 0, c->p.n_fft * sizeof(*w->frame));
 	return 0;
@@ -790,11 +924,13 @@ static void set_constants(struct cpu_ctx *c)
 	c->top_db = (float)c->p.top_db;
 	c->log_mul = c->p.log == MEL_LOG_LN ? 1.0f :
 		     (float)((c->p.power == 1 ? 20.0 : 10.0) / M_LN10);
-	c->clamp = c->p.log == MEL_LOG_DB && c->p.top_db >= 0.0;
+	c->clamp = mel_clamps(&c->p);
 	c->out_size = rec_dtype_size(c->p.out_dtype);
 	c->fbank = c->p.feature == MEL_FEAT_FBANK;
 	c->n_rows = mel_n_rows(&c->p);
-	c->row0 = c->n_rows - c->p.n_mels;
+	c->n_bands = mel_n_bands(&c->p);
+	c->row0 = c->n_bands - c->p.n_mels;
+	c->mfcc = c->p.n_mfcc > 0;
 	c->log_efloor = c->p.k.energy_floor > 0.0 ? log(c->p.k.energy_floor) :
 			-INFINITY;
 }
@@ -840,7 +976,7 @@ int mel_cpu_open(const mel_params *p, const mel_fb *fb, int nthreads,
 	if (!be)
 		goto nomem;
 	c->w = calloc((size_t)c->nthreads, sizeof(*c->w));
-	if (!c->w || build_windows(c) < 0)
+	if (!c->w || build_windows(c) < 0 || build_dct(c) < 0)
 		goto nomem;
 	for (int t = 0; t < c->nthreads; t++)
 		if (alloc_scratch(c, &c->w[t]) < 0)

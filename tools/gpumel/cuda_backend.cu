@@ -57,6 +57,7 @@ static void cu_destroy(mel_backend *be)
 		cu_dev_free(c, c->d_fbt_tile);
 		cu_dev_free(c, c->d_fbt_mel);
 		cu_dev_free(c, c->d_fbt_w);
+		cu_dev_free(c, c->d_dct);
 		free(c);
 	}
 	free(be);
@@ -76,6 +77,8 @@ static int check_params(const mel_params *p, const mel_fb *fb, char *msg,
 		bad = "hop_length is 0";
 	else if (p->n_mels < 1)
 		bad = "n_mels is 0";
+	else if (p->n_mfcc > p->n_mels)
+		bad = "more MFCCs than mels";
 	else if (p->window < MEL_WIN_HANN || p->window > MEL_WIN_BLACKMAN)
 		bad = "unknown window";
 	else if (p->feature != MEL_FEAT_MEL && p->feature != MEL_FEAT_FBANK)
@@ -234,7 +237,35 @@ out:
 	return ret;
 }
 
-/* The window (both scalings), the twiddles and the filterbank, once. */
+/* MFCC's matrix, in float. */
+static int upload_dct(cu_ctx *c)
+{
+	size_t n = (size_t)c->p.n_mfcc * c->p.n_mels;
+	double *d64;
+	float *d32;
+	int ret = -1;
+
+	if (!n)
+		return 0;
+	d64 = (double *)malloc(n * sizeof(double));
+	d32 = (float *)malloc(n * sizeof(float));
+	if (!d64 || !d32) {
+		cu_set_err(c, "CUDA backend: out of memory");
+		goto out;
+	}
+	mel_dct_build(&c->p, d64);
+	for (size_t i = 0; i < n; i++)
+		d32[i] = (float)d64[i];
+	ret = cu_upload(c, (void **)&c->d_dct, d32, n * sizeof(float),
+			"the MFCC matrix");
+out:
+	free(d32);
+	free(d64);
+	return ret;
+}
+
+/* The window (both scalings), the twiddles, the filterbank and MFCC's
+ * matrix, once. */
 static int upload_constants(cu_ctx *c, const mel_fb *fb)
 {
 	uint32_t n = c->p.n_fft;
@@ -256,7 +287,7 @@ static int upload_constants(cu_ctx *c, const mel_fb *fb)
 		goto out;
 	if (c->fused && upload_twiddles(c) < 0)
 		goto out;
-	if (upload_filterbank(c, fb) < 0)
+	if (upload_filterbank(c, fb) < 0 || upload_dct(c) < 0)
 		goto out;
 	/* cudaMemcpy from pageable memory may return before the data is on
 	 * the device, and the batches' streams do not wait for the legacy

@@ -58,6 +58,7 @@ typedef struct cu_batch {
 	mel_rec *d_rec;
 	uint32_t *d_tab, *d_key;
 	float *d_frames, *d_spec; /* cuFFT path: one chunk of frames */
+	float *d_bands;        /* MFCC: max_frames frames of n_bands */
 	void *d_work;          /* cuFFT work area, shared by the plans */
 	size_t work_cap;
 	cufftHandle plan[CU_PLANS]; /* plan i: (i + 1) * granule frames */
@@ -86,6 +87,7 @@ typedef struct cu_ctx {
 	float *d_win32, *d_win16, *d_tw;
 	uint32_t *d_fbt_tile, *d_fbt_mel; /* the filterbank (mel_tiles) */
 	float *d_fbt_w;
+	float *d_dct;          /* MFCC: [n_mfcc][n_mels] (mel_dct_build) */
 	cu_batch *batches;
 	cu_batch *fifo[CU_DEPTH]; /* in flight, oldest at head */
 	int head, count;

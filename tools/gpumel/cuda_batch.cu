@@ -28,6 +28,7 @@ void cu_free_batch(cu_ctx *c, cu_batch *cb)
 	cu_dev_free(c, cb->d_spec);
 	cu_dev_free(c, cb->d_frames);
 	cu_dev_free(c, cb->d_key);
+	cu_dev_free(c, cb->d_bands);
 	cu_dev_free(c, cb->d_tab);
 	cu_dev_free(c, cb->d_rec);
 	cu_dev_free(c, cb->d_out);
@@ -123,6 +124,10 @@ static int alloc_buffers(cu_ctx *c, cu_batch *cb)
 		  "cudaMemsetAsync (batch features)") < 0)
 		return -1;
 	if (!c->fused && cu_alloc_scratch(c, cb) < 0)
+		return -1;
+	if (c->p.n_mfcc &&
+	    cu_dev_alloc(c, (void **)&cb->d_bands, (size_t)cb->max_frames *
+			 mel_n_bands(&c->p) * sizeof(float), "MFCC bands") < 0)
 		return -1;
 	return 0;
 }

@@ -14,6 +14,8 @@
  *             the output (cuFFT path; a warp per frame)
  *   k_mel     power -> mel -> log -> cast -> store from cuFFT's output
  *   k_clamp   top_db: every element up to its record's max - top_db
+ *   k_dct     MFCC: the bands (clamped) through the DCT, a thread per
+ *             frame
  */
 #include "cuda_mel_dev.h"
 
@@ -134,6 +136,15 @@ __global__ void __launch_bounds__(MEL_BLOCK) k_clamp(mel_kargs a,
 		md_clamp(a, (uint32_t)(e / a.n_mels), (uint32_t)(e % a.n_mels));
 }
 
+__global__ void __launch_bounds__(MEL_BLOCK) k_dct(mel_kargs a,
+						    uint32_t n_frames)
+{
+	const uint32_t f = blockIdx.x * MEL_BLOCK + threadIdx.x;
+
+	if (f < n_frames)
+		md_dct(a, f);
+}
+
 /* ------------------------------------------------------------------ */
 /* Launchers */
 
@@ -212,6 +223,14 @@ extern "C" cudaError_t mel_cuda_launch_clamp(const mel_kargs *a,
 	if (g > (1u << 20))
 		g = 1u << 20;
 	k_clamp<<<(unsigned int)g, MEL_BLOCK, 0, s>>>(*a, n_frames);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t mel_cuda_launch_dct(const mel_kargs *a,
+					   uint32_t n_frames, cudaStream_t s)
+{
+	k_dct<<<blocks_for(n_frames, MEL_BLOCK), MEL_BLOCK, 0, s>>>(*a,
+								    n_frames);
 	return cudaGetLastError();
 }
 

@@ -8,7 +8,10 @@
  *
  * The work of a batch, on the batch's own stream:
  *   copy in (records, frame tables, samples) -> [memset of the record
- *   maxima] -> compute -> [top_db clamp] -> copy out (features)
+ *   maxima] -> compute -> [top_db clamp, or MFCC's DCT] -> copy out
+ *   (features)
+ * (MFCC: compute writes the bands in float to a scratch matrix per record,
+ * the DCT kernel clamps them and writes the coefficients)
  * where compute is one kernel (fused: framing, window, a shared-memory FFT,
  * power, mel, log, cast) when n_fft is a power of two the fused kernel has
  * a size for, and otherwise frames kernel -> cuFFT R2C -> mel kernel, in
@@ -100,6 +103,15 @@ typedef struct mel_kargs {
 	float preemph;
 	double dither, log_efloor;   /* log_efloor: ln(energy_floor), -inf */
 	uint64_t seed;
+	/* MFCC. compute: bands > 0 (rows per frame, mel_n_bands), and out
+	 * is the float scratch, record r's [bands][n_frames] at frame_base[r]
+	 * * bands. The DCT kernel: bandsp that scratch (n_bands rows),
+	 * dct the [n_ceps][n_mels] matrix (lifter folded in), ceps_energy:
+	 * coefficient 0 is band row 0, the log energy. */
+	uint32_t bands, n_bands, n_ceps;
+	int ceps_energy;
+	const float *bandsp;
+	const float *dct;
 } mel_kargs;
 
 /* Whether the fused kernel has a size for n_fft. */
@@ -121,6 +133,10 @@ cudaError_t mel_cuda_launch_mel(const mel_kargs *a, cudaStream_t s);
  * max - top_db. */
 cudaError_t mel_cuda_launch_clamp(const mel_kargs *a, uint32_t n_frames,
 				  cudaStream_t s);
+/* MFCC: the coefficients of the batch's n_frames frames from the bands
+ * (a->bandsp), clamped to their record's max - top_db when a->rec_key. */
+cudaError_t mel_cuda_launch_dct(const mel_kargs *a, uint32_t n_frames,
+				cudaStream_t s);
 /* Asks the runtime about one kernel: fails (cudaErrorNoKernelImageForDevice
  * and the like) when this build has no code the current device runs. */
 cudaError_t mel_cuda_kernels_check(void);
@@ -148,7 +164,7 @@ typedef int (*mel_cuda_time_fn)(mel_backend *be, mel_batch *b, int reps,
 /* Whether top_db clamps: dB output and top_db >= 0. */
 static inline int mel_cuda_clamps(const mel_params *p)
 {
-	return p->log == MEL_LOG_DB && p->top_db >= 0.0;
+	return mel_clamps(p);
 }
 
 /* The scalar kernel arguments of p for a batch of in_dtype samples (the
@@ -170,7 +186,10 @@ static inline void mel_cuda_scalars(mel_kargs *a, const mel_params *p,
 	a->top_db = (float)p->top_db;
 	a->fbank = p->feature == MEL_FEAT_FBANK;
 	a->win_length = p->win_length;
-	a->row0 = mel_n_rows(p) - p->n_mels;
+	a->row0 = mel_n_bands(p) - p->n_mels;
+	a->n_bands = mel_n_bands(p);
+	a->n_ceps = p->n_mfcc;
+	a->ceps_energy = p->n_mfcc && a->row0;
 	a->remove_dc = p->k.remove_dc;
 	a->use_energy = p->k.use_energy;
 	a->raw_energy = p->k.raw_energy;

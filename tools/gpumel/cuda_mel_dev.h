@@ -250,7 +250,9 @@ MD md_frame md_locate(const mel_kargs &a, uint32_t f)
 	fr.r = r;
 	fr.j = f - a.frame_base[r];
 	fr.in_off = R->in_off;
-	fr.out_off = R->out_off;
+	/* MFCC's bands: the scratch, laid out by batch frame */
+	fr.out_off = a.bands ? (uint64_t)a.frame_base[r] * a.bands :
+			       R->out_off;
 	fr.n = R->n_samples;
 	fr.stride = R->n_frames;
 	/* a stretch of an item in pieces comes padded by the host */
@@ -778,6 +780,53 @@ MD void md_kaldi_frame(const mel_kargs &a, const md_frame &fr, int lane,
 		dst[i] = 0.0f;
 	if (a.use_energy && lane == 0)
 		md_store(a, fr.out_off + fr.j, energy);
+}
+
+/*
+ * MFCC: the coefficients of batch frame f, from its bands in the scratch
+ * (bandsp: record r's [n_bands][n_frames] at frame_base[r] * n_bands),
+ * each raised to the record's max - top_db when rec_key is set and the
+ * record is no piece; coefficient c = sum over m of dct[c][m] band m, in
+ * float, a chunk of MD_CEPS coefficients at a time (their sums in
+ * registers: each band is read once a chunk); coefficient 0 is the log
+ * energy with ceps_energy. Stored in the record's [n_ceps][n_frames].
+ */
+#define MD_CEPS 16
+MD void md_dct(const mel_kargs &a, uint32_t f)
+{
+	const uint32_t r = a.frame_rec[f];
+	const mel_rec *R = a.rec + r;
+	const uint32_t j = f - a.frame_base[r], nf = R->n_frames;
+	const float *x = a.bandsp + (uint64_t)a.frame_base[r] * a.n_bands + j;
+	const float *xm = x + (uint64_t)(a.n_bands - a.n_mels) * nf;
+	float lowest = -INFINITY;
+
+	if (a.rec_key && !(R->flags & MEL_REC_NO_CLAMP))
+		lowest = md_key_float(a.rec_key[r]) - a.top_db;
+	for (uint32_t c0 = 0; c0 < a.n_ceps; c0 += MD_CEPS) {
+		float acc[MD_CEPS];
+		const uint32_t nc = a.n_ceps - c0 < MD_CEPS ? a.n_ceps - c0 :
+							      MD_CEPS;
+
+MD_UNROLL
+		for (int k = 0; k < MD_CEPS; k++)
+			acc[k] = 0.0f;
+		for (uint32_t m = 0; m < a.n_mels; m++) {
+			const float v = fmaxf(xm[(uint64_t)m * nf], lowest);
+			const float *d = a.dct + (uint64_t)c0 * a.n_mels + m;
+
+MD_UNROLL
+			for (int k = 0; k < MD_CEPS; k++)
+				if ((uint32_t)k < nc)
+					acc[k] = fmaf(md_ldg(d + (uint64_t)k *
+							     a.n_mels), v,
+						      acc[k]);
+		}
+		for (uint32_t k = 0; k < nc; k++)
+			md_store(a, R->out_off + (uint64_t)(c0 + k) * nf + j,
+				 c0 + k == 0 && a.ceps_energy ? x[0] :
+							       acc[k]);
+	}
 }
 
 /* top_db: raises element (frame f, mel m) to its record's max - top_db,

@@ -117,9 +117,16 @@ static int compute(cu_ctx *c, cu_batch *cb)
 {
 	const uint32_t F = cb->shape.frames;
 	cudaStream_t s = cb->stream;
-	mel_kargs a;
+	mel_kargs a, m;
 
 	kernel_args(c, cb, &a);
+	if (c->p.n_mfcc) {
+		/* the bands, in float, to the scratch; the DCT below */
+		m = a;
+		a.out = cb->d_bands;
+		a.out_dtype = REC_F32;
+		a.bands = a.n_bands;
+	}
 	if (a.rec_key &&
 	    cu_ok(c, cudaMemsetAsync(cb->d_key, 0, cb->shape.n *
 				     sizeof(uint32_t), s),
@@ -148,6 +155,12 @@ static int compute(cu_ctx *c, cu_batch *cb)
 		    cu_ok(c, mel_cuda_launch_mel(&a, s),
 			  "launching the mel kernel (%u frames)", nf) < 0)
 			return -1;
+	}
+	if (c->p.n_mfcc) {
+		m.bandsp = cb->d_bands;
+		m.dct = c->d_dct;
+		return cu_ok(c, mel_cuda_launch_dct(&m, F, s),
+			     "launching the MFCC kernel (%u frames)", F);
 	}
 	if (a.rec_key && cu_ok(c, mel_cuda_launch_clamp(&a, F, s),
 			       "launching the top_db kernel (%u frames)", F) <

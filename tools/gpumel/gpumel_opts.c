@@ -61,27 +61,35 @@ static const char kaldi_help[] =
 "                         default), else after them\n"
 "      --energy-floor=X   the log energy at least ln(X) when X > 0;\n"
 "                         default 1 (Kaldi's programs: 0)\n"
+"      --num-ceps=N       MFCCs (--mfcc), as compute-mfcc-feats and\n"
+"                         torchaudio.compliance.kaldi.mfcc (its default 13);\n"
+"                         with --use-energy the log energy replaces c0\n"
+"                         (Kaldi's MFCC default: on; torchaudio's: off)\n"
+"      --cepstral-lifter=Q  coefficient c times 1 + Q/2 sin(pi c / Q);\n"
+"                         default 22, 0: none\n"
 "  --dtype applies as above; --center, --pad-mode, --mel-scale, --norm,\n"
 "  --power, --log, --amin, --top-db and --fmax do not, nor the Kaldi options\n"
 "  to the mel presets.\n"
 "  Example: wavcat --rate 16000 DATA/ | gpumel --preset kaldi \\\n"
-"      --num-mel-bins 80 | h5pack -o fbank.h5\n";
+"      --num-mel-bins 80 | h5pack -o fbank.h5\n"
+"  MFCCs: gpumel --preset kaldi --mfcc 13 (or --num-ceps 13).\n";
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s [OPTIONS] [FILE]\n"
 "Compute the mel spectrogram (or Kaldi's filterbank features, --preset\n"
-"kaldi, below) of every audio record (clip or segment) of a melpipe\n"
-"stream.\n"
+"kaldi, below; or either's MFCCs, --mfcc) of every audio record (clip or\n"
+"segment) of a melpipe stream.\n"
 "\n"
 "Reads the stream from FILE (or standard input, also for '-') and writes a\n"
 "features stream to standard output: per audio record one matrix\n"
-"[n_mels][n_frames] with the record's key, clip, segment, offset, label\n"
-"and split. Skipped records pass through. A record that gives no frame\n"
-"(shorter than n_fft without --center, or empty), that is not mono, has\n"
-"another sample rate than the stream or holds a NaN or infinity is\n"
-"reported and passed on as a skipped record naming why.\n"
+"[n_features][n_frames] (n_features: n_mels, or --mfcc's N) with the\n"
+"record's key, clip, segment, offset, label and split. Skipped records\n"
+"pass through. A record that gives no frame (shorter than n_fft without\n"
+"--center, or empty), that is not mono, has another sample rate than the\n"
+"stream or holds a NaN or infinity is reported and passed on as a skipped\n"
+"record naming why.\n"
 "\n"
 "An item in pieces (a long clip in several records) is framed exactly as\n"
 "one record of all its samples, and its features leave in pieces as they\n"
@@ -117,12 +125,22 @@ static void usage(FILE *f)
 "      --log=NAME         db, ln or none; default db\n"
 "      --amin=X           floor before the log; default 1e-10\n"
 "      --top-db=X         raise each record's values to its maximum - X dB,\n"
-"                         or none: 80, 80, none; features written in pieces\n"
-"                         are left for whoever joins them to clamp\n"
+"                         or none: 80, 80, none (with --mfcc: 80, 80, 80);\n"
+"                         features written in pieces are left for whoever\n"
+"                         joins them to clamp\n"
+"      --mfcc=N           N MFCCs per frame instead of the bands: the\n"
+"                         orthonormal DCT-II of the log bands (after\n"
+"                         --top-db), its first N coefficients, as\n"
+"                         librosa.feature.mfcc and torchaudio's MFCC; with\n"
+"                         --preset kaldi, torchaudio.compliance.kaldi.mfcc\n"
+"                         (--num-ceps, below). N is at most n_mels. A clip\n"
+"                         in pieces (longer than a record) is skipped, named,\n"
+"                         when --top-db applies: the clamp needs its whole\n"
+"                         maximum before the DCT\n"
 "  dB is 10*log10(max(amin, S)) for power 2, 20*log10(max(amin, S)) for\n"
-"  power 1; ln is log(max(amin, S)).\n"
-"%s"
-"\n"
+"  power 1; ln is log(max(amin, S)).\n", prog_name);
+	fputs(kaldi_help, f);
+	fputs("\n"
 "Output and compute:\n"
 "      --dtype=T          f32, f16 or bf16 features; default f32\n"
 "  -o, --output=FILE      write the stream to FILE instead of standard output\n"
@@ -139,8 +157,7 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"
-"usable GPU with --device cuda), 2 usage error.\n",
-		prog_name, kaldi_help);
+"usable GPU with --device cuda), 2 usage error.\n", f);
 	fputs("\n"
 "Examples:\n"
 "  wavcat --rate 4096 DATA/ | segment --len 512 |\n"
@@ -192,18 +209,19 @@ enum longopt {
 	OPT_AMIN = 256, OPT_BATCH, OPT_CENTER, OPT_DEVICE, OPT_DTYPE,
 	OPT_FMAX, OPT_FMIN, OPT_HOP, OPT_LOG, OPT_MEL_SCALE, OPT_N_FFT,
 	OPT_N_MELS, OPT_NO_CENTER, OPT_NORM, OPT_PAD_MODE, OPT_POWER,
-	OPT_PRESET, OPT_TOP_DB, OPT_WIN_LENGTH, OPT_WINDOW,
+	OPT_PRESET, OPT_TOP_DB, OPT_WIN_LENGTH, OPT_WINDOW, OPT_MFCC,
 	/* Kaldi's (fbank) */
 	OPT_DITHER, OPT_ENERGY_FLOOR, OPT_FRAME_MS, OPT_HIGH_FREQ,
 	OPT_NO_DC, OPT_NO_POW2, OPT_NO_RAW_ENERGY, OPT_NO_SNIP,
 	OPT_NO_ENERGY, OPT_PREEMPH, OPT_RAW_ENERGY, OPT_DC, OPT_POW2,
-	OPT_SEED, OPT_SHIFT_MS, OPT_SNIP, OPT_ENERGY
+	OPT_SEED, OPT_SHIFT_MS, OPT_SNIP, OPT_ENERGY, OPT_LIFTER
 };
 
 static const struct option longopts[] = {
 	{ "amin", required_argument, NULL, OPT_AMIN },
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "center", no_argument, NULL, OPT_CENTER },
+	{ "cepstral-lifter", required_argument, NULL, OPT_LIFTER },
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "dither", required_argument, NULL, OPT_DITHER },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
@@ -220,6 +238,7 @@ static const struct option longopts[] = {
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "low-freq", required_argument, NULL, OPT_FMIN },
 	{ "mel-scale", required_argument, NULL, OPT_MEL_SCALE },
+	{ "mfcc", required_argument, NULL, OPT_MFCC },
 	{ "n-fft", required_argument, NULL, OPT_N_FFT },
 	{ "n-mels", required_argument, NULL, OPT_N_MELS },
 	{ "no-center", no_argument, NULL, OPT_NO_CENTER },
@@ -229,6 +248,7 @@ static const struct option longopts[] = {
 	{ "no-snip-edges", no_argument, NULL, OPT_NO_SNIP },
 	{ "no-use-energy", no_argument, NULL, OPT_NO_ENERGY },
 	{ "norm", required_argument, NULL, OPT_NORM },
+	{ "num-ceps", required_argument, NULL, OPT_MFCC },
 	{ "num-mel-bins", required_argument, NULL, OPT_N_MELS },
 	{ "output", required_argument, NULL, 'o' },
 	{ "pad-mode", required_argument, NULL, OPT_PAD_MODE },
@@ -300,6 +320,9 @@ static int parse_transform(struct options *o, int c, const char *arg)
 		p->n_mels = (uint32_t)prog_arg_u64("--n-mels", arg, 1,
 						   MAX_MELS);
 		o->given[MEL_F_N_MELS] = 1;
+		break;
+	case OPT_MFCC:
+		p->n_mfcc = (uint32_t)prog_arg_u64("--mfcc", arg, 1, MAX_MELS);
 		break;
 	default:
 		return -1;
@@ -444,6 +467,11 @@ static int parse_kaldi(struct options *o, int c, const char *arg)
 						  1e30);
 		o->given[MEL_F_ENERGY_FLOOR] = 1;
 		break;
+	case OPT_LIFTER:
+		o->p.lifter = prog_arg_double("--cepstral-lifter", arg, 0.0,
+					      1e6);
+		o->given[MEL_F_LIFTER] = 1;
+		break;
 	default:
 		return parse_kaldi_flag(o, c, arg);
 	}
@@ -538,6 +566,13 @@ static void check_usage(const struct options *o, const mel_params *p)
 				 "--n-fft %" PRIu32, p->win_length, p->n_fft);
 	if (o->given[MEL_F_TOP_DB] && o->p.top_db >= 0 && p->log != MEL_LOG_DB)
 		prog_usage_error("--top-db applies to --log db only");
+	if (p->n_mfcc > p->n_mels)
+		prog_usage_error("--mfcc %" PRIu32 ": more coefficients than "
+				 "the %" PRIu32 " mel bands (--n-mels)",
+				 p->n_mfcc, p->n_mels);
+	if (o->given[MEL_F_LIFTER] && !p->n_mfcc)
+		prog_usage_error("--cepstral-lifter applies to MFCCs (--mfcc) "
+				 "only");
 	if (o->given[MEL_F_FMIN] && o->given[MEL_F_FMAX] && p->fmin >= p->fmax)
 		prog_usage_error("--fmin %g is not below --fmax %g", p->fmin,
 				 p->fmax);
@@ -634,12 +669,29 @@ int gpumel_resolve_rate(const struct options *o, mel_params *p, double sr)
 	return 0;
 }
 
+/* feature: bands (mel or fbank), or mfcc with the bands it is made of
+ * (mfcc_bands), its count and fbank's lifter. */
+static int header_feature(rec_header *h, const mel_params *p,
+			  const char *bands)
+{
+	int e = 0;
+
+	if (!p->n_mfcc)
+		return rec_header_set(h, "feature", bands);
+	e |= rec_header_set(h, "feature", "mfcc");
+	e |= rec_header_set(h, "mfcc_bands", bands);
+	e |= rec_header_set_u64(h, "n_mfcc", p->n_mfcc);
+	if (p->feature == MEL_FEAT_FBANK)
+		e |= rec_header_set_double(h, "cepstral_lifter", p->lifter);
+	return e;
+}
+
 /* fbank's parameters, as Kaldi names its options. */
 static int header_kaldi(rec_header *h, const mel_params *p)
 {
 	int e = 0;
 
-	e |= rec_header_set(h, "feature", "fbank");
+	e |= header_feature(h, p, "fbank");
 	e |= rec_header_set_u64(h, "n_fft", p->n_fft);
 	e |= rec_header_set_u64(h, "win_length", p->win_length);
 	e |= rec_header_set_u64(h, "hop_length", p->hop_length);
@@ -671,7 +723,7 @@ int gpumel_header_params(rec_header *h, const mel_params *p)
 	if (p->feature == MEL_FEAT_FBANK)
 		return header_kaldi(h, p);
 	snprintf(top, sizeof(top), "%.17g", p->top_db);
-	e |= rec_header_set(h, "feature", "mel");
+	e |= header_feature(h, p, "mel");
 	e |= rec_header_set_u64(h, "n_fft", p->n_fft);
 	e |= rec_header_set_u64(h, "win_length", p->win_length);
 	e |= rec_header_set_u64(h, "hop_length", p->hop_length);
@@ -679,7 +731,7 @@ int gpumel_header_params(rec_header *h, const mel_params *p)
 	e |= rec_header_set(h, "center", p->center ? "1" : "0");
 	e |= rec_header_set(h, "pad_mode", pad_names[p->pad_mode]);
 	e |= rec_header_set_u64(h, "n_mels", p->n_mels);
-	e |= rec_header_set_u64(h, "n_features", p->n_mels);
+	e |= rec_header_set_u64(h, "n_features", mel_n_rows(p));
 	e |= rec_header_set_double(h, "fmin", p->fmin);
 	e |= rec_header_set_double(h, "fmax", p->fmax);
 	e |= rec_header_set(h, "mel_scale", scale_names[p->mel_scale]);

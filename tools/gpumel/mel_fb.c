@@ -305,3 +305,19 @@ void mel_window_build(const mel_params *p, double *w)
 		w[left + i] = v;
 	}
 }
+
+void mel_dct_build(const mel_params *p, double *d)
+{
+	uint32_t M = p->n_mels;
+
+	for (uint32_t c = 0; c < p->n_mfcc; c++) {
+		double scale = sqrt((c ? 2.0 : 1.0) / M);
+		double q = p->lifter;
+		double lift = q != 0.0 ? 1.0 + 0.5 * q * sin(M_PI * c / q) :
+					 1.0;
+
+		for (uint32_t m = 0; m < M; m++)
+			d[(size_t)c * M + m] = lift * scale *
+					       cos(M_PI * c * (m + 0.5) / M);
+	}
+}

@@ -56,6 +56,8 @@ static void kaldi_fill(const int given[MEL_F_COUNT], mel_params *p)
 		p->k.energy_floor = 1.0;
 	if (!g[MEL_F_POW2])
 		p->k.round_pow2 = 1;
+	if (!g[MEL_F_LIFTER])
+		p->lifter = 22.0;
 }
 
 void mel_preset_fill(int preset, const int given[MEL_F_COUNT],
@@ -69,6 +71,7 @@ void mel_preset_fill(int preset, const int given[MEL_F_COUNT],
 		return;
 	}
 	p->feature = MEL_FEAT_MEL;
+	p->lifter = 0.0;
 	if (!g[MEL_F_N_FFT])
 		p->n_fft = torch ? 400 : 2048;
 	if (!g[MEL_F_WIN])
@@ -100,7 +103,7 @@ void mel_preset_fill(int preset, const int given[MEL_F_COUNT],
 	if (!g[MEL_F_AMIN])
 		p->amin = 1e-10;
 	if (!g[MEL_F_TOP_DB])
-		p->top_db = torch ? -1.0 : 80.0;
+		p->top_db = torch && !p->n_mfcc ? -1.0 : 80.0;
 	if (p->log != MEL_LOG_DB)
 		p->top_db = -1.0;
 	if (!g[MEL_F_DTYPE])

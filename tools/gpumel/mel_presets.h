@@ -34,7 +34,8 @@ enum mel_field {
 	MEL_F_DTYPE,
 	/* fbank's (mel_kaldi) */
 	MEL_F_DITHER, MEL_F_SEED, MEL_F_PREEMPH, MEL_F_DC, MEL_F_ENERGY,
-	MEL_F_RAW_ENERGY, MEL_F_ENERGY_FLOOR, MEL_F_POW2, MEL_F_COUNT
+	MEL_F_RAW_ENERGY, MEL_F_ENERGY_FLOOR, MEL_F_POW2, MEL_F_LIFTER,
+	MEL_F_COUNT
 };
 
 /* Kaldi's frames in milliseconds (torchaudio.compliance.kaldi's
@@ -49,8 +50,9 @@ enum mel_field {
  * Leaves sample_rate alone, and fmax, which needs the sample rate (see
  * mel_preset_fmax()); with kaldi also n_fft, win_length and hop_length
  * when not given (0: they come from milliseconds and the sample rate).
- * top_db becomes none (-1) unless log is db; a hop that comes out 0 (a
- * win_length under 4) becomes 1.
+ * top_db becomes none (-1) unless log is db (torchaudio's: 80 for MFCC,
+ * as torchaudio.transforms.MFCC, else none); a hop that comes out 0 (a
+ * win_length under 4) becomes 1; lifter is 0 but for kaldi (22).
  */
 void mel_preset_fill(int preset, const int given[MEL_F_COUNT],
 		     mel_params *p);

@@ -28,6 +28,10 @@
  * padded by the backend and clamped: the very output of that one record,
  * or the skipped record it would give.
  *
+ * MFCCs with top_db cannot be computed so (the bands must be clamped to
+ * the item's maximum before the DCT): such an item, once longer than one
+ * record, is refused whole, a skipped record naming why at its end.
+ *
  * A sample that is not finite cuts the item short where it is: the
  * frames of the samples before it (with --center's end padding there)
  * leave in a piece still flagged more, then a skipped record naming it;
@@ -325,6 +329,16 @@ static int stretch(struct loop *lp, struct hbatch **cur, const rec_item *it,
 	pc->n += c;
 	if (!pc->started && *end != END_NONE && one_record(lp, pc->n))
 		return whole_record(lp, hb, hb->in_used + P, *end);
+	if (!pc->started && p->n_mfcc && mel_clamps(p)) {
+		/* the DCT needs the bands clamped first, to a maximum known
+		 * only at the item's end */
+		snprintf(pc->why, sizeof(pc->why), "MFCC with --top-db needs "
+			 "the whole clip's maximum before the DCT, and this "
+			 "clip comes in pieces (longer than a record); give "
+			 "--top-db none, or cut it with segment");
+		pc->mode = PC_REFUSED;
+		return 0;
+	}
 	ybase = pc->y0;
 	yend = P + pc->n;
 	if (!pc->started)
@@ -444,6 +458,8 @@ static int frame_piece(struct loop *lp, struct hbatch **cur,
 
 		if (feed(lp, cur, it, from, c, &end) < 0)
 			return -1;
+		if (pc->mode != PC_FRAME) /* refused: skipped at its end */
+			return 0;
 		from += c;
 		if (end == END_CUT)
 			return cut_here(lp, cur);

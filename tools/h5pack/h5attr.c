@@ -85,11 +85,11 @@ static const char *const int_keys[] = {
 	"sample_rate", "duration", "clips", "segment_len", "segment_hop",
 	"n_fft", "win_length", "hop_length", "n_mels", "n_features", "center",
 	"snip_edges", "remove_dc_offset", "use_energy", "raw_energy", "seed",
-	NULL
+	"n_mfcc", NULL
 };
 static const char *const float_keys[] = {
 	"fmin", "fmax", "power", "amin", "top_db", "dither", "preemphasis",
-	"energy_floor", NULL
+	"energy_floor", "cepstral_lifter", NULL
 };
 /* Keys that have their own place (datasets, the provenance array) or
  * whose name h5pack's own attributes take. */

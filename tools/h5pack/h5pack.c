@@ -361,13 +361,16 @@ static uint64_t rows_expected(const rec_header *hdr, uint64_t clips)
 
 /* The header's top_db, a number of dB (gpumel's floor, which h5pack
  * applies to a features item that came in pieces), or -1 when it has
- * none ('none', absent, or not a number). */
+ * none ('none', absent, or not a number) or when it applies to bands
+ * before a DCT (feature=mfcc: gpumel clamped them, or refused the item). */
 static float header_top_db(const rec_header *hdr)
 {
 	const char *v = rec_header_get(hdr, "top_db");
+	const char *feature = rec_header_get(hdr, "feature");
 	double d;
 
-	if (!v || opt_parse_double(v, 0, FLT_MAX, &d))
+	if (!v || opt_parse_double(v, 0, FLT_MAX, &d) ||
+	    (feature && !strcmp(feature, "mfcc")))
 		return -1;
 	return (float)d;
 }

@@ -142,6 +142,12 @@ void emu_clamp(const mel_kargs &a, uint32_t n_frames)
 			md_clamp(a, f, m);
 }
 
+void emu_dct(const mel_kargs &a, uint32_t n_frames)
+{
+	for (uint32_t f = 0; f < n_frames; f++)
+		md_dct(a, f);
+}
+
 void emu_dft(uint32_t n, uint32_t kmax, double *re, double *im,
 	     const double *cs, const double *sn, double *tr, double *ti)
 {

@@ -32,6 +32,9 @@ void emu_mel(const mel_kargs &a);
 /* k_clamp over the batch's n_frames frames. */
 void emu_clamp(const mel_kargs &a, uint32_t n_frames);
 
+/* k_dct (MFCC) over the batch's n_frames frames. */
+void emu_dct(const mel_kargs &a, uint32_t n_frames);
+
 /*
  * One complex row (re, im) of n points, transformed forward in place in
  * float64: radix 2 when n is a power of two (all n bins), else the direct
