@@ -5,7 +5,8 @@
 #   $(BIN)/gpumel-cuda-bench   its test and benchmark driver: --emu checks
 #                              the kernels' arithmetic on the CPU, --parity
 #                              and --bench run it on a GPU (see --help):
-#                              tools/gpumel/bench/
+#                              tools/gpumel/bench/ (and gpumel's option
+#                              parser, for --bench's shapes)
 #
 # (tests/build.mk builds gpumel-cuda-mock.so, which the t6 tests load in
 # the backend's place where there is no GPU.)
@@ -86,10 +87,25 @@ $(BUILD)/cuda-bench/%.o: tools/gpumel/bench/%.cu
 	$(Q)$(CXX) $(CUDA_HOST_CXXFLAGS) -MMD -MP -MF $(@:.o=.d) -x c++ \
 		-c -o $@ $<
 
-$(BIN)/gpumel-cuda-bench: $(CUDA_BENCH_OBJ) $(BUILD)/tools/gpumel/mel_fb.o
+# --bench --record-samples takes gpumel's own options (bench/shape.c, in
+# C, calls gpumel_opts.c): gpumel's objects but its main, and the shared
+# program code, go into an archive, so that the link takes only what the
+# option parser needs of them: no FFTW, no HDF5, but zstd (the shared
+# program code reports the record writer's errors, which has it), a
+# library every system with the suite's programs has.
+CUDA_BENCH_GPUMEL_OBJ := $(BUILD)/tools/gpumel/bench/shape.o \
+	$(filter-out $(BUILD)/tools/gpumel/gpumel.o,$(gpumel_OBJ)) \
+	$(COMMON_OBJ)
+
+$(BUILD)/cuda-bench/libgpumel-opts.a: $(CUDA_BENCH_GPUMEL_OBJ)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/gpumel-cuda-bench: $(CUDA_BENCH_OBJ) \
+		$(BUILD)/cuda-bench/libgpumel-opts.a $(LIB_A)
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
-	$(Q)$(CXX) -o $@ $^ -ldl -lm -lpthread
+	$(Q)$(CXX) -pthread -o $@ $^ $(LIBS_zstd) -ldl -lm
 
 install: install-cuda
 install-cuda: $(BIN)/gpumel-cuda.so

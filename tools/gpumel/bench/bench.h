@@ -3,7 +3,7 @@
  * option grid, the float64 reference and its comparison, the emulation
  * backend, gpumel-cuda.so loaded as gpumel loads it, and the three runs
  * (parity, kernel timings, submit/wait timings) that main wires to its
- * options.
+ * options. (shape.h: --bench's shape from gpumel's options, in C.)
  *
  * Host-only C++, built with the host compiler against CUDA's headers: the
  * program reaches a GPU only through the .so it loads.
@@ -143,12 +143,25 @@ int probe(const char *path);
 int run_grid(struct so *so, int quick);
 
 /* ------------------------------------------------------------------ */
-/* timing.cu: --bench, the 10-second job's shape */
+/* timing.cu: --bench */
 
+/* What --bench times: records of rec_samples samples through p. */
+struct bench_shape {
+	mel_params p;
+	uint32_t rec_samples;
+	int ten_second;  /* the 10-second job's: both FFT paths, top_db off
+			    and 80, the table scripts/gpu-check reads */
+};
+
+/* The 10-second job's shape (512-sample records, ten_second_cfg). */
+void shape_ten_second(struct bench_shape *s);
 /* The kernels alone on one device-resident batch of k records, reps timed
- * runs, each FFT path, input type and top_db. */
-void bench_kernels(struct so *so, size_t k, int reps);
+ * runs: the 10-second job on each FFT path, input type and top_db; any
+ * other shape on gpumel's own path, s16 and f32 input. */
+void bench_kernels(struct so *so, const struct bench_shape *s, size_t k,
+		   int reps);
 /* submit/wait of total records in batches of k, copies included. */
-void bench_pipe(struct so *so, size_t total, size_t k);
+void bench_pipe(struct so *so, const struct bench_shape *s, size_t total,
+		size_t k);
 
 #endif

@@ -10,27 +10,31 @@
  *   --parity SO   the same grid through SO on the GPU, both FFT paths, CUDA
  *                 graphs on and off, every batch checked
  *   --bench SO    the 10-second job's shape (512-sample records, n_fft 512,
- *                 hop 512, 32 mels, no centring, dB, f16): the kernels
- *                 alone on device-resident batches (CUDA events, median),
- *                 then the whole submit/wait path with its copies
+ *                 hop 512, 32 mels, no centring, dB, f16), or with
+ *                 --record-samples N -- GPUMEL-OPTIONS records of N samples
+ *                 through what gpumel computes with those options: the
+ *                 kernels alone on device-resident batches (CUDA events,
+ *                 median), then the whole submit/wait path with its copies
  *
  * The program reaches the GPU only through SO (dlopen, like gpumel), so it
  * links no CUDA runtime and --emu runs anywhere. This file holds the
  * options and main; the option grid is in grid.cu, the float64 reference
  * in reference.cu, the emulation backend in emu_backend.cu (over
  * cuda_emu.cu), the parity runs in parity.cu, --probe in load.cu and
- * --bench in timing.cu.
+ * --bench in timing.cu, the parsing of gpumel's options in shape.c.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
+#include "shape.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: " PROG " [options] MODE...\n"
+"usage: " PROG " [options] MODE... [-- GPUMEL-OPTIONS]\n"
 "Checks and times gpumel's CUDA backend (gpumel-cuda.so).\n"
 "\n"
 "Modes (any number, run in this order):\n"
@@ -41,24 +45,36 @@ static void usage(FILE *f)
 "      --parity=SO        the same grid through SO on the GPU: both FFT\n"
 "                         paths, CUDA graphs on and off\n"
 "      --bench=SO         time the 10-second job's shape (512-sample records,\n"
-"                         n_fft 512, hop 512, 32 mels, no centring, dB, f16)\n"
+"                         n_fft 512, hop 512, 32 mels, no centring, dB, f16),\n"
+"                         or the shape that --record-samples gives\n"
 "Options:\n"
+"      --record-samples=N  --bench times records of N samples through what\n"
+"                         gpumel computes with the GPUMEL-OPTIONS after '--'\n"
+"                         (gpumel's own parser: any gpumel option, e.g.\n"
+"                         --preset kaldi --num-mel-bins 80), on the FFT path\n"
+"                         gpumel takes, s16 and f32 input\n"
+"      --sample-rate=HZ   those records' sample rate (default 16000)\n"
 "      --batch=N          records per batch timed by --bench's kernels\n"
-"                         (default 262144)\n"
+"                         (default 262144; with --record-samples, as many\n"
+"                         as hold 2^27 samples)\n"
 "      --pipe-batch=N     records per batch of --bench's submit/wait run\n"
-"                         (default 32768; gpumel batches about 8 MiB)\n"
+"                         (default 32768; with --record-samples, as many as\n"
+"                         hold 8 MiB of s16, as gpumel batches)\n"
 "      --records=N        records of that run (default %u, the 10-second\n"
-"                         job's)\n"
+"                         job's; with --record-samples, 8 batches)\n"
 "      --reps=N           timed kernel runs (default 30)\n"
 "      --quick            a few small cases (for compute-sanitizer)\n"
 "      --seed=N           random seed (default 1)\n"
 "  -h, --help\n"
+"Example: the keyword-spotting clips' Kaldi filterbank features:\n"
+"  " PROG " --bench=bin/gpumel-cuda.so --record-samples=16000 \\\n"
+"      -- --preset kaldi --num-mel-bins 80\n"
 "Exit status: 0 all passed, 1 a check failed or an error, 2 usage.\n",
 		TEN_SECOND_RECORDS);
 }
 
 enum { O_PROBE = 256, O_EMU, O_PARITY, O_BENCH, O_BATCH, O_PIPE, O_RECORDS,
-       O_REPS, O_QUICK, O_SEED };
+       O_REPS, O_QUICK, O_SEED, O_REC_SAMPLES, O_RATE };
 
 static size_t arg_num(const char *opt, const char *s, size_t lo, size_t hi)
 {
@@ -73,6 +89,42 @@ static size_t arg_num(const char *opt, const char *s, size_t lo, size_t hi)
 	return (size_t)v;
 }
 
+/* --bench's shape: the 10-second job's, or records of rec_samples
+ * samples (not 0) through gpumel's options argv[0..argc) (those after
+ * "--"). Sizes not given (0) get the shape's defaults. */
+static void bench_setup(struct bench_shape *s, size_t rec_samples,
+			double rate, int argc, char **argv, size_t *batch,
+			size_t *pipe_batch, size_t *records)
+{
+	char **gv;
+
+	if (!rec_samples) {
+		shape_ten_second(s);
+		*batch = *batch ? *batch : 262144;
+		*pipe_batch = *pipe_batch ? *pipe_batch : 32768;
+		*records = *records ? *records : TEN_SECOND_RECORDS;
+		return;
+	}
+	memset(s, 0, sizeof(*s));
+	/* gpumel's parser reads from argv[1] */
+	gv = (char **)xcalloc((size_t)argc + 2, sizeof(*gv));
+	gv[0] = (char *)PROG;
+	for (int i = 0; i < argc; i++)
+		gv[i + 1] = argv[i];
+	if (bench_shape_params(argc + 1, gv, rate, &s->p) < 0)
+		exit(2);
+	free(gv);
+	s->rec_samples = (uint32_t)rec_samples;
+	if (mel_n_frames(&s->p, rec_samples) == 0)
+		die("a record of %zu samples gives no frame with these options",
+		    rec_samples);
+	*batch = *batch ? *batch : (((size_t)1 << 27) + rec_samples - 1) /
+				   rec_samples;
+	*pipe_batch = *pipe_batch ? *pipe_batch :
+		      (((size_t)8 << 20) / 2 + rec_samples - 1) / rec_samples;
+	*records = *records ? *records : 8 * *pipe_batch;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -83,6 +135,8 @@ int main(int argc, char **argv)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "pipe-batch", required_argument, NULL, O_PIPE },
 		{ "records", required_argument, NULL, O_RECORDS },
+		{ "record-samples", required_argument, NULL, O_REC_SAMPLES },
+		{ "sample-rate", required_argument, NULL, O_RATE },
 		{ "reps", required_argument, NULL, O_REPS },
 		{ "quick", no_argument, NULL, O_QUICK },
 		{ "seed", required_argument, NULL, O_SEED },
@@ -90,7 +144,9 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *probe_so = NULL, *parity_so = NULL, *bench_so = NULL;
-	size_t batch = 262144, pipe_batch = 32768, records = TEN_SECOND_RECORDS;
+	struct bench_shape shape;
+	size_t batch = 0, pipe_batch = 0, records = 0, rec_samples = 0;
+	size_t rate = 16000;
 	int emu = 0, quick = 0, reps = 30, c, ret = 0;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -108,6 +164,13 @@ int main(int argc, char **argv)
 		case O_RECORDS:
 			records = arg_num("--records", optarg, 1, 1ull << 32);
 			break;
+		case O_REC_SAMPLES:
+			rec_samples = arg_num("--record-samples", optarg, 1,
+					      1u << 28);
+			break;
+		case O_RATE:
+			rate = arg_num("--sample-rate", optarg, 1, 10000000);
+			break;
 		case O_REPS: reps = (int)arg_num("--reps", optarg, 1, 10000); break;
 		case O_QUICK: quick = 1; break;
 		case O_SEED:
@@ -117,10 +180,19 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc || (!probe_so && !emu && !parity_so && !bench_so)) {
+	if ((optind != argc && !rec_samples) ||
+	    (!probe_so && !emu && !parity_so && !bench_so)) {
 		usage(stderr);
 		return 2;
 	}
+	if (rec_samples && !bench_so) {
+		fprintf(stderr, PROG ": --record-samples applies to --bench\n");
+		return 2;
+	}
+	/* gpumel's options first: a usage error there comes before any run */
+	if (bench_so)
+		bench_setup(&shape, rec_samples, (double)rate, argc - optind,
+			    argv + optind, &batch, &pipe_batch, &records);
 	if (probe_so && probe(probe_so))
 		ret = 1;
 	if (emu && run_grid(NULL, quick))
@@ -136,8 +208,8 @@ int main(int argc, char **argv)
 		struct so so;
 
 		so_load(&so, bench_so);
-		bench_kernels(&so, batch, reps);
-		bench_pipe(&so, records, pipe_batch);
+		bench_kernels(&so, &shape, batch, reps);
+		bench_pipe(&so, &shape, records, pipe_batch);
 	}
 	return ret;
 }
