@@ -9,6 +9,8 @@ MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
 KREF="$PYTHON -W ignore $TEST_DIRECTORY/py/kaldi_ref.py"
 PC="$PYTHON -W ignore $TEST_DIRECTORY/py/gpumel_pieces.py"
+MREF="$PYTHON -W ignore $TEST_DIRECTORY/py/mfcc_ref.py"
+GREF="$PYTHON -W ignore $TEST_DIRECTORY/py/gpumel_ref.py"
 
 # gpu_vs_cpu NAME IN [gpumel options]: the GPU's features (fused FFT where
 # n_fft allows, and through cuFFT in chunks of 1000 frames) equal the CPU
@@ -201,6 +203,38 @@ test_expect_success GPU '--preset kaldi: batches, graphs, windows, pieces' '
 	test_expect_code 1 env MELPIPE_CUDA_FFT=fused gpumel -q \
 		--device cuda --preset kaldi k8.rec >x.rec 2>err &&
 	test_grep "fbank runs on the cuFFT path" err
+'
+
+# The librosa preset's bands at n_fft 512 and 1000 (fused and cuFFT
+# paths), spelled out for mfcc_ref.py.
+LIB="--win-length 512 --hop 128 --window hann --center 1 --pad-mode constant
+--n-mels 40 --fmin 0 --fmax nyquist --mel-scale slaney --norm slaney
+--power 2 --log db --amin 1e-10 --top-db 80 --bins rfft"
+
+test_expect_success GPU '--mfcc on the GPU: Kaldi, librosa (both FFT paths) against float64' '
+	$MK --n 16 --len 600:30000 --dtype f32 --rate 16000 --signal tone \
+		--seed 27 >tone.rec &&
+	gpumel -q --device cuda --preset kaldi --mfcc 13 k16.rec >m1.gpu &&
+	$MREF kaldi k16.rec m1.gpu --n-mfcc 13 &&
+	gpumel -q --device cuda --preset kaldi --num-ceps 20 \
+		--num-mel-bins 40 --use-energy --snip-edges=false \
+		--cepstral-lifter 0 --dither=1 --seed=3 k8.rec >m2.gpu &&
+	$MREF kaldi k8.rec m2.gpu --n-mfcc 20 --num-mel-bins 40 \
+		--use-energy=true --snip-edges=false --cepstral-lifter 0 \
+		--dither=1 --seed=3 &&
+	o="--preset librosa --n-fft 512 --hop 128 --n-mels 40 --mfcc 20" &&
+	gpumel -q --device cuda $o tone.rec >m3.gpu &&
+	$MREF mel tone.rec m3.gpu --n-mfcc 20 --n-fft 512 $LIB --dtype f32 &&
+	MELPIPE_CUDA_FFT=cufft MELPIPE_CUDA_CHUNK=1000 \
+		gpumel -q --device cuda $o tone.rec >m4.gpu &&
+	$MREF mel tone.rec m4.gpu --n-mfcc 20 --n-fft 512 $LIB --dtype f32 &&
+	gpumel -q --device cuda $o --batch 3 tone.rec >m5.gpu &&
+	MELPIPE_CUDA_GRAPH=0 gpumel -q --device cuda $o --batch 3 \
+		tone.rec >m6.gpu &&
+	$CMP same m5.gpu m6.gpu &&
+	$MREF mel tone.rec m5.gpu --n-mfcc 20 --n-fft 512 $LIB --dtype f32 &&
+	gpumel -q --device cuda $o --dtype f16 tone.rec >m7.gpu &&
+	$GREF cast m3.gpu m7.gpu
 '
 
 test_expect_success GPU 'a GPU that does not exist is an error naming it' '

@@ -1,7 +1,7 @@
 #!/bin/sh
-test_description='gpumel --preset kaldi, CPU and CUDA backends, against
-torchaudio.compliance.kaldi.fbank (needs torch and torchaudio; the CUDA
-cases a GPU)'
+test_description='gpumel --preset kaldi and --mfcc, CPU and CUDA backends,
+against torchaudio.compliance.kaldi.fbank and .mfcc and torchaudio's MFCC
+(needs torch and torchaudio; the CUDA cases a GPU)'
 . "$(dirname "$0")/test-lib.sh"
 
 # torchaudio in whichever python has it (the GPU machine's python3)
@@ -17,6 +17,7 @@ test -n "$TA_PY" || skip_all "no torchaudio.compliance.kaldi in $PYTHON or pytho
 
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 TA="$TA_PY -W ignore $TEST_DIRECTORY/py/kaldi_torchaudio.py"
+TM="$TA_PY -W ignore $TEST_DIRECTORY/py/mfcc_torchaudio.py"
 
 # vs_ta DEVICE NAME IN [options]: gpumel --preset kaldi on DEVICE against
 # torchaudio given the same options.
@@ -42,6 +43,31 @@ each() {
 		--frame-length-ms=32 --frame-shift-ms=8
 }
 
+# mfcc_ta DEVICE: --mfcc against torchaudio.compliance.kaldi.mfcc and
+# torchaudio.transforms.MFCC, given the same options
+mfcc_ta() {
+	dev=$1
+	gpumel -q --device $dev --preset kaldi --mfcc 13 s16.rec >m1.$dev &&
+	$TM kaldi s16.rec m1.$dev --n-mfcc 13 &&
+	gpumel -q --device $dev --preset kaldi --num-ceps 20 \
+		--num-mel-bins 40 --use-energy --snip-edges=false \
+		--cepstral-lifter 0 m8.rec >m2.$dev &&
+	$TM kaldi m8.rec m2.$dev --n-mfcc 20 --num-mel-bins 40 \
+		--use-energy=true --snip-edges=false --cepstral-lifter 0 &&
+	gpumel -q --device $dev --preset kaldi --mfcc 13 --num-mel-bins 80 \
+		--use-energy --raw-energy=false f32.rec >m3.$dev &&
+	$TM kaldi f32.rec m3.$dev --n-mfcc 13 --num-mel-bins 80 \
+		--use-energy=true --raw-energy=false &&
+	gpumel -q --device $dev --preset torchaudio --n-fft 512 --hop 160 \
+		--n-mels 64 --mfcc 40 f32.rec >m4.$dev &&
+	$TM mel f32.rec m4.$dev --n-mfcc 40 --n-fft 512 --hop 160 \
+		--n-mels 64 &&
+	gpumel -q --device $dev --preset torchaudio --n-mels 40 --mfcc 13 \
+		--top-db none s16.rec >m5.$dev &&
+	$TM mel s16.rec m5.$dev --n-mfcc 13 --n-fft 400 --hop 200 \
+		--n-mels 40 --top-db none
+}
+
 test_expect_success 'streams: 16 kHz s16 and f32, 8 kHz every type' '
 	$MK --n 16 --len 400:40000 --lens 400,401,560 --dtype s16 \
 		--rate 16000 --seed 51 >s16.rec &&
@@ -58,6 +84,15 @@ test_expect_success 'the CPU backend is torchaudio.compliance.kaldi.fbank' '
 test_expect_success GPU 'the CUDA backend is torchaudio.compliance.kaldi.fbank' '
 	test -f "$MELPIPE_BIN/gpumel-cuda.so" &&
 	each cuda
+'
+
+test_expect_success 'the CPU backend is torchaudio.compliance.kaldi.mfcc and MFCC' '
+	mfcc_ta cpu
+'
+
+test_expect_success GPU 'the CUDA backend is torchaudio.compliance.kaldi.mfcc and MFCC' '
+	test -f "$MELPIPE_BIN/gpumel-cuda.so" &&
+	mfcc_ta cuda
 '
 
 test_done
