@@ -143,14 +143,22 @@ MAN_PAGES := $(PROGS:%=build/man/%.1)
 HELP_NAME := awk 'NR > 1 && /^$$/ { exit } NR > 1 && sep == "" && /^ / { next } \
 	NR > 1 { printf "%s%s", sep, $$0; sep = " " }' | sed 's/\.$$//; s/^./\L&/'
 
+# A page names the documents' folder of the install (MELPIPE_DOC_DIR,
+# which --help says in place of the folder it finds beside the program);
+# build/man/doc-dir remembers it, so that another PREFIX remakes them.
 man: $(MAN_PAGES)
 
-build/man/%.1: $(BIN)/%
+build/man/doc-dir: FORCE
+	@mkdir -p $(@D)
+	$(Q)echo '$(DOC_DIR)' | cmp -s - $@ || echo '$(DOC_DIR)' >$@
+
+build/man/%.1: $(BIN)/% build/man/doc-dir
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  MAN     $@"
 	$(Q)command -v help2man >/dev/null || \
 		{ echo "help2man not found (make setup installs it)" >&2; exit 1; }
-	$(Q)help2man --no-info -N -o $@ -n "$$($< --help | $(HELP_NAME))" $<
+	$(Q)MELPIPE_DOC_DIR='$(DOC_DIR)' help2man --no-info -N -o $@ \
+		-n "$$(MELPIPE_DOC_DIR='$(DOC_DIR)' $< --help | $(HELP_NAME))" $<
 
 DOC_DIR := $(PREFIX)/share/doc/melpipe
 
@@ -169,4 +177,6 @@ install: all man
 clean:
 	rm -rf build bin
 
-.PHONY: all setup check check-long test demo man install clean test-helpers
+.PHONY: all setup check check-long test demo man install clean test-helpers FORCE
+
+FORCE:

@@ -90,12 +90,34 @@ test_expect_success 'the documents --help points to are in share/doc/melpipe' '
 		docs/BENCHMARKS.md; do
 		test_cmp "$TOP/$f" "$D/share/doc/melpipe/$f" || exit 1
 	done &&
+	doc=$(cd "$D/share/doc/melpipe" && pwd -P) &&
 	"$D/bin/h5pack" --help >help &&
 	test_grep "formats/hdf5.md" help &&
-	test_grep "installed in PREFIX/share/doc/melpipe" help &&
+	test_grep "^(in $doc)\.$" help &&
 	"$D/bin/wavcat" --help >help &&
 	test_grep "formats/record.md" help &&
-	test_grep "installed in" help
+	test_grep "^(in $doc)\.$" help &&
+	! grep PREFIX help
+'
+
+# The manual pages are installed ones: they name the folder the install
+# puts the documents in, not the repository they were made in.
+test_expect_success 'the manual pages name PREFIX/share/doc/melpipe' '
+	for p in wavcat h5pack; do
+		m=$D/share/man/man1/$p.1 &&
+		grep "^(in " "$m" >in &&
+		test_grep "/usr/share/doc/melpipe" in &&
+		! grep -e PREFIX -e "$TOP" "$m" || exit 1
+	done
+'
+
+test_expect_success 'run from the repository'"'"'s bin/, --help names the repository' '
+	top=$(cd "$TOP" && pwd -P) &&
+	"$TOP/bin/wavcat" --help >help &&
+	test_grep "^(in $top)\.$" help &&
+	cp "$TOP/bin/wavcat" alone &&
+	./alone --help >help &&
+	test_grep "^(in share/doc/melpipe under melpipe.s install prefix)\.$" help
 '
 
 test_expect_success 'the installed h5pack names the installed plugin folder' '

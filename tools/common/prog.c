@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -170,6 +171,39 @@ int prog_exe_dir(char *buf, size_t len)
 		return -1;
 	*slash = '\0';
 	return 0;
+}
+
+/* Whether folder dir holds melpipe's documents. */
+static int holds_docs(const char *dir)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/formats/record.md", dir);
+	return access(path, R_OK) == 0;
+}
+
+const char *prog_doc_where(void)
+{
+	static const char *const beside[] = {
+		"../share/doc/melpipe", ".."
+	};
+	static char where[PATH_MAX + 8];
+	char exe[PATH_MAX], path[PATH_MAX + 32], dir[PATH_MAX];
+	const char *env = getenv("MELPIPE_DOC_DIR");
+
+	if (env && *env) {
+		snprintf(where, sizeof(where), "in %s", env);
+		return where;
+	}
+	if (prog_exe_dir(exe, sizeof(exe)) == 0)
+		for (size_t i = 0; i < sizeof(beside) / sizeof(*beside); i++) {
+			snprintf(path, sizeof(path), "%s/%s", exe, beside[i]);
+			if (realpath(path, dir) && holds_docs(dir)) {
+				snprintf(where, sizeof(where), "in %s", dir);
+				return where;
+			}
+		}
+	return "in share/doc/melpipe under melpipe's install prefix";
 }
 
 void prog_human_bytes(char *buf, size_t n, uint64_t b)

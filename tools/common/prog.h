@@ -102,6 +102,15 @@ double prog_arg_double(const char *opt, const char *arg, double min,
  * 0, or -1 when it cannot be read or does not fit in len bytes. */
 int prog_exe_dir(char *buf, size_t len);
 
+/* Where melpipe's documents are (README.md, formats/, docs/), for --help
+ * texts: "in FOLDER", FOLDER found from this program's folder:
+ * PREFIX/share/doc/melpipe from PREFIX/bin once installed, the repository
+ * from its bin/; the environment's MELPIPE_DOC_DIR where set (make man
+ * sets it to the folder make install fills). Where none holds
+ * formats/record.md, words that say where an install puts them. Never
+ * NULL; a static buffer. */
+const char *prog_doc_where(void);
+
 /* b as "N bytes", "N.N MB" (from 10 MB) or "N.N GB" (from 10 GB), for
  * -v reports, in buf of n bytes. */
 void prog_human_bytes(char *buf, size_t n, uint64_t b);

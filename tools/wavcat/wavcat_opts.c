@@ -72,7 +72,7 @@ static void usage(FILE *f)
 "it as one record of a stream on standard output, sorted by key\n"
 "(bytewise); a clip longer than --piece-samples comes as several, its\n"
 "pieces, whatever its length. formats/record.md describes the stream\n"
-"(installed in PREFIX/share/doc/melpipe).\n"
+"(%s).\n"
 "\n"
 "Inputs:\n"
 "  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
@@ -83,7 +83,7 @@ static void usage(FILE *f)
 "                there that cannot be opened is an unusable input\n"
 "  -             the same, with the list read from standard input\n"
 "  Audio files in folders are the regular files with one of these\n"
-"  extensions (any case), all decoded by libsndfile:\n");
+"  extensions (any case), all decoded by libsndfile:\n", prog_doc_where());
 	inputs_print_extensions(f, 4, 78);
 	fprintf(f,
 "  Names starting with '.' are ignored, as are other files (split lists,\n"
