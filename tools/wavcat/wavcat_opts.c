@@ -272,8 +272,8 @@ static int parse_opt(int c, const char *arg, struct options *o)
 					 "(expected s16 or f32)", arg);
 		break;
 	case OPT_DURATION:
-		o->duration_s = prog_arg_double("--duration", arg, 1e-9,
-						1e7);
+		o->duration_s = prog_arg_double_above("--duration", arg,
+							      0, 1e7);
 		break;
 	case OPT_EXCLUDE:
 		o->excludes[o->n_excludes++] = (char *)arg;
