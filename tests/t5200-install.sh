@@ -55,6 +55,28 @@ test_expect_success 'a manual page per program, made from its --help' '
 	done
 '
 
+# The installed scripts say the name they were called by, and have
+# manual pages made from their --help as the programs do.
+test_expect_success 'the installed scripts: usage under their name, manual pages' '
+	for s in h5info.py shards-parallel shards-slurm; do
+		env -u HDF5_PLUGIN_PATH "$D/bin/$s" --help >help &&
+		test_grep "^Usage: $s " help &&
+		! grep "scripts/[hs]" help &&
+		m=$D/share/man/man1/$s.1 &&
+		test_grep "^\.TH $(echo $s | tr a-z A-Z) \"1\" .* \"melpipe [0-9]" "$m" &&
+		sed -n "/^\.SH NAME/{n;p;}" "$m" >name &&
+		test_grep "^$s \\\\- [a-z]" name &&
+		sed -n "/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p" "$m" >syn &&
+		test_grep "$s" syn &&
+		! grep "scripts/[hs]" "$m" || { echo "in $s.1"; exit 1; }
+	done &&
+	ln -s "$D/bin/shards-parallel" sp &&
+	./sp --bogus 2>err;
+	test $? = 2 &&
+	test_grep "^sp: unknown option" err &&
+	test_grep "^Try .sp --help." err
+'
+
 # Every --help ends with an "Examples:" paragraph, which help2man makes
 # a section of its own; its lines stay plain lines of the example (a
 # line help2man took for an option's tag would be .TP or .HP).

@@ -79,7 +79,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s -o OUT.h5 [OPTIONS] [FILE]\n"
-"       %s --merge -o OUT.h5 [OPTIONS] SHARD.h5...\n"
+"  or:  %s --merge -o OUT.h5 [OPTIONS] SHARD.h5...\n"
 "Write a melpipe stream of features (or audio) as one HDF5 dataset file.\n"
 "\n"
 "Reads the stream from FILE (or standard input, also for '-'). The file has\n"
