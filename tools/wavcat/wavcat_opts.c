@@ -158,14 +158,19 @@ static void usage(FILE *f)
 "\n");
 	fprintf(f,
 "Unusable inputs: a file that cannot be opened or decoded, is empty, is\n"
-"cut short or longer than its header says (WAV data chunks are checked\n"
-"against the file size), holds NaN or infinite samples, or claims no or\n"
-"over %u channels, or a rate of 0 or over %u Hz, is reported as\n"
+"truncated (it ends before the frames its header gives: a FLAC file's\n"
+"STREAMINFO, a WAV file's data chunk size) or longer than its header\n"
+"says, holds NaN or infinite samples, or claims no or over %u channels,\n"
+"or a rate of 0 or over %u Hz, is reported as\n"
 "  wavcat: 'PATH': REASON\n"
 "and written as a skipped record with that reason, and the run goes on.\n"
-"A clip whose decoding fails after some of its pieces were written is\n"
-"cut short: kept up to the failure, then that skipped record, its reason\n"
+"A clip whose decoding fails after some of its pieces were written (a\n"
+"truncated file longer than --piece-samples, WAV or FLAC alike) is cut\n"
+"short: kept up to the failure, then that skipped record, its reason\n"
 "saying how much was kept. Clips in one record are kept whole or not.\n"
+"The summary counts them apart: 'done 9 clips whole and 1 cut short\n"
+"(kept up to the failure), skipped 2' (the clip cut short is in the\n"
+"stream, and among its skipped records too).\n"
 "  --strict            stop at the first one instead (exit 1)\n"
 "\n", WAVCAT_MAX_CHANNELS, WAVCAT_MAX_RATE);
 	fprintf(f,
