@@ -19,8 +19,9 @@
 #                   decoder, FUZZ_SECONDS each (60); FUZZ_TARGET=rec|decode
 #                   runs one (tests/fuzz/README); the decoder's seeds need
 #                   setup, which it runs first
-#   make man        the programs' manual pages, build/man/*.1, made from
-#                   their --help and --version by help2man (setup
+#   make man        the manual pages of the programs and the installed
+#                   scripts, build/man/*.1, made from their --help (and
+#                   the programs' --version) by help2man (setup
 #                   installs it)
 #   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local):
 #                   the programs, scripts/h5info.py and the shards
@@ -138,29 +139,50 @@ demo: setup
 
 # The manual pages. NAME is the first paragraph of --help after its Usage
 # lines (the first, and those indented under it), made one line; the
-# rest is help2man's reading of --help.
+# rest is help2man's reading of --help. The scripts' pages are made the
+# same way; they have no --version, the suite's version stands in.
 MAN_PAGES := $(PROGS:%=build/man/%.1)
 HELP_NAME := awk 'NR > 1 && /^$$/ { exit } NR > 1 && sep == "" && /^ / { next } \
 	NR > 1 { printf "%s%s", sep, $$0; sep = " " }' | sed 's/\.$$//; s/^./\L&/'
+SCRIPTS := h5info.py shards-parallel shards-slurm
+SCRIPT_MAN_PAGES := $(SCRIPTS:%=build/man/%.1)
+VERSION := $(shell sed -n 's/^\#define MELPIPE_VERSION "\(.*\)"$$/\1/p' \
+	tools/common/prog.h)
 
-man: $(MAN_PAGES)
+# A page names the documents' folder of the install (MELPIPE_DOC_DIR,
+# which --help says in place of the folder it finds beside the program);
+# build/man/doc-dir remembers it, so that another PREFIX remakes them.
+man: $(MAN_PAGES) $(SCRIPT_MAN_PAGES)
 
-build/man/%.1: $(BIN)/%
+build/man/doc-dir: FORCE
+	@mkdir -p $(@D)
+	$(Q)echo '$(DOC_DIR)' | cmp -s - $@ || echo '$(DOC_DIR)' >$@
+
+build/man/%.1: $(BIN)/% build/man/doc-dir
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  MAN     $@"
 	$(Q)command -v help2man >/dev/null || \
 		{ echo "help2man not found (make setup installs it)" >&2; exit 1; }
-	$(Q)help2man --no-info -N -o $@ -n "$$($< --help | $(HELP_NAME))" $<
+	$(Q)MELPIPE_DOC_DIR='$(DOC_DIR)' help2man --no-info -N -o $@ \
+		-n "$$(MELPIPE_DOC_DIR='$(DOC_DIR)' $< --help | $(HELP_NAME))" $<
+
+$(SCRIPT_MAN_PAGES): build/man/%.1: scripts/%
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  MAN     $@"
+	$(Q)command -v help2man >/dev/null || \
+		{ echo "help2man not found (make setup installs it)" >&2; exit 1; }
+	$(Q)help2man --no-info -N -o $@ --version-string='$* (melpipe) $(VERSION)' \
+		-n "$$($< --help | $(HELP_NAME))" $<
 
 DOC_DIR := $(PREFIX)/share/doc/melpipe
 
 install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(PROGS:%=$(BIN)/%) scripts/h5info.py \
-		scripts/shards-parallel scripts/shards-slurm \
+	install -m 755 $(PROGS:%=$(BIN)/%) $(SCRIPTS:%=scripts/%) \
 		$(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(MAN_PAGES) $(SCRIPT_MAN_PAGES) \
+		$(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(DOC_DIR)/formats $(DESTDIR)$(DOC_DIR)/docs
 	install -m 644 README.md $(DESTDIR)$(DOC_DIR)/
 	install -m 644 formats/*.md $(DESTDIR)$(DOC_DIR)/formats/
@@ -169,4 +191,6 @@ install: all man
 clean:
 	rm -rf build bin
 
-.PHONY: all setup check check-long test demo man install clean test-helpers
+.PHONY: all setup check check-long test demo man install clean test-helpers FORCE
+
+FORCE:

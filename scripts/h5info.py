@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""h5info - print what a melpipe HDF5 dataset holds.
-
-Usage: h5info.py FILE.h5
+"""Usage: PROG FILE.h5
+Print what a melpipe HDF5 dataset holds.
 
 Shows the split groups with their feature shapes and per-label row counts,
 the label table, the clips and skipped inputs, and the provenance chain.
@@ -9,8 +8,7 @@ zstd-compressed datasets (h5pack --compress zstd) need HDF5 filter 32015:
 h5info.py uses hdf5plugin where it is installed, and otherwise points
 HDF5_PLUGIN_PATH, unless it names a folder already, at melpipe's plugin
 folder beside the script: bin/plugins in the source tree (the script in
-scripts/), PREFIX/lib/melpipe/hdf5-plugins once installed (the script in
-PREFIX/bin).
+scripts/), lib/melpipe/hdf5-plugins beside the bin/ it is installed in.
 """
 import os
 import signal
@@ -97,7 +95,9 @@ def text(v):
 
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
-        print(__doc__.strip())
+        # the name it was called by, as its usage line says it
+        print(__doc__.strip().replace("PROG", os.path.basename(argv[0]),
+                                      1))
         return 0 if len(argv) == 2 else 2
     if not load_modules():
         return 1

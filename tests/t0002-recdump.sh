@@ -26,10 +26,10 @@ test_expect_success 'bad command lines exit 2 with a pointer to --help' '
 	test_usage_error recdump a.rec b.rec &&
 	test_grep "one input at most" usage.err &&
 	test_usage_error recdump -n 0 </dev/null &&
-	test_grep "invalid value .0. for --limit" usage.err &&
+	test_grep "^recdump: --limit: 0 is out of range" usage.err &&
 	test_usage_error recdump -n x </dev/null &&
 	test_usage_error recdump --max-record 5X </dev/null &&
-	test_grep "for --max-record" usage.err
+	test_grep "^recdump: --max-record: .5X. is not a number" usage.err
 '
 
 test_expect_success 'option errors name the program, not the path run' '

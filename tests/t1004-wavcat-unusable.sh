@@ -18,10 +18,10 @@ RR="$PYTHON $TEST_DIRECTORY/py/wavcat_readrec.py"
 cat >kinds <<\EOF
 empty e0.wav empty file \(0 bytes\)
 garbage e1.wav unable to decode: format not recognised
-wav_data_too_big e2.wav data chunk claims 13200 bytes but the file holds 3200
+wav_data_too_big e2.wav decoded 1600 of the 6600 frames its header gives \(truncated: the data chunk claims 13200 bytes, the file holds 3200\)
 wav_data_zero e3.wav data chunk size is 0
 wav_odd_length e4.wav data length 3201 is not a whole number of 2-byte frames
-wav_truncated e5.wav data chunk claims 6400 bytes but the file holds 2956
+wav_truncated e5.wav decoded 1478 of the 3200 frames its header gives \(truncated: the data chunk claims 6400 bytes, the file holds 2956\)
 wav_nan e6.wav NaN or infinite sample at frame 400
 wav_inf e7.wav NaN or infinite sample at frame 400
 wav_channels0 e8.wav no channels \(0\)

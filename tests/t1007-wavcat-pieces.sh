@@ -195,7 +195,7 @@ test_expect_success 'NaN after some pieces: cut short there, the rest kept' '
 	wavcat --piece-samples 1000 X/nan.wav C/e.wav >n.rec 2>err &&
 	recdump n.rec >n.out &&
 	test_grep "^wavcat: .X/nan.wav.: decoding failed after 0.2 s (2500 samples kept): NaN or infinite sample at frame 2500$" err &&
-	test_grep "^wavcat: done 1 clip, skipped 1 (1 of them cut short, kept up to the failure)$" err &&
+	test_grep "^wavcat: done 1 clip whole and 1 cut short (kept up to the failure), skipped 0$" err &&
 	test_grep "^1 audio clip=0 .*dims=300x1 key=.C/e.wav.$" n.out &&
 	test_grep "^2 audio clip=1 .*offset=0 clip_samples=5000 .*dims=1000x1 piece=more key=.X/nan.wav.$" n.out &&
 	test_grep "^4 audio clip=1 .*offset=2000 clip_samples=5000 .*dims=500x1 piece=more,cont key=.X/nan.wav.$" n.out &&
@@ -248,6 +248,34 @@ test_expect_success 'a FLAC cut in the middle: kept up to where it ends' '
 	test "$kept" -gt 4096
 '
 
+# A WAV whose data chunk runs past the end of the file ends early as a
+# FLAC cut in the middle does: libsndfile reads the frames there are, the
+# data chunk size says how many there should have been.
+test_expect_success 'a WAV and a FLAC truncated alike: cut short, or skipped whole' '
+	mkdir T &&
+	for e in wav flac; do
+		$MK tone T/ok.$e --frames 48000 --seed 8 &&
+		head -c $(($(wc -c <T/ok.$e) / 2)) T/ok.$e >T/cut.$e || exit 1
+	done &&
+	frames=$($PYTHON -c "import soundfile as sf; print(sf.info(\"T/cut.wav\").frames)") &&
+	test "$frames" -gt 4096 && test "$frames" -lt 48000 &&
+	wavcat --piece-samples 4096 T/cut.wav T/cut.flac >t.rec 2>err &&
+	test_grep "^wavcat: .T/cut.wav.: decoding failed after [0-9.]* s ($frames samples kept): decoded $frames of the 48000 frames its header gives (truncated: the data chunk claims 96000 bytes, the file holds [0-9]*)$" err &&
+	test_grep "^wavcat: .T/cut.flac.: decoding failed after [0-9.]* s ([0-9]* samples kept): decoded [0-9]* of the 48000 frames its header gives (truncated or damaged)$" err &&
+	test_grep "^wavcat: done 0 clips whole and 2 cut short (kept up to the failure), skipped 0$" err &&
+	recdump -q t.rec &&
+	wavcat -q T/ok.wav >wok.w &&
+	$PC cut t.rec T/cut.wav $frames --prefix-of wok.w &&
+	wavcat -q T/ok.flac >fok.w &&
+	$PC cut t.rec T/cut.flac any --prefix-of fok.w &&
+	wavcat T/cut.wav T/cut.flac T/ok.wav >t1.rec 2>err &&
+	test_grep "^wavcat: .T/cut.wav.: decoded $frames of the 48000 frames its header gives (truncated: " err &&
+	test_grep "^wavcat: .T/cut.flac.: decoded [0-9]* of the 48000 frames" err &&
+	test_grep "^wavcat: done 1 clip, skipped 2$" err &&
+	recdump t1.rec >t1.out &&
+	test $(grep -c "^[0-9]* skipped clip=[01] clip_samples=0 " t1.out) = 2
+'
+
 # Resampled to 8 kHz, nan.wav gives fewer samples than a piece before
 # its NaN: skipped whole.
 test_expect_success 'a FLAC with a damaged frame, resampled, -j 3' '
@@ -257,7 +285,7 @@ test_expect_success 'a FLAC with a damaged frame, resampled, -j 3' '
 	test_grep "samples kept): decoded [0-9]* of the 48000 frames" reason &&
 	$PC cut x.rec flac_cut.flac any >/dev/null &&
 	test_grep "^wavcat: .X/nan.wav.: NaN or infinite sample at frame 2500$" err &&
-	test_grep "^wavcat: done 2 clips, skipped 3 (2 of them cut short, kept up to the failure)$" err
+	test_grep "^wavcat: done 2 clips whole and 2 cut short (kept up to the failure), skipped 1$" err
 '
 
 test_expect_success '--strict stops at a clip cut short' '

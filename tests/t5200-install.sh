@@ -55,6 +55,28 @@ test_expect_success 'a manual page per program, made from its --help' '
 	done
 '
 
+# The installed scripts say the name they were called by, and have
+# manual pages made from their --help as the programs do.
+test_expect_success 'the installed scripts: usage under their name, manual pages' '
+	for s in h5info.py shards-parallel shards-slurm; do
+		env -u HDF5_PLUGIN_PATH "$D/bin/$s" --help >help &&
+		test_grep "^Usage: $s " help &&
+		! grep "scripts/[hs]" help &&
+		m=$D/share/man/man1/$s.1 &&
+		test_grep "^\.TH $(echo $s | tr a-z A-Z) \"1\" .* \"melpipe [0-9]" "$m" &&
+		sed -n "/^\.SH NAME/{n;p;}" "$m" >name &&
+		test_grep "^$s \\\\- [a-z]" name &&
+		sed -n "/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p" "$m" >syn &&
+		test_grep "$s" syn &&
+		! grep "scripts/[hs]" "$m" || { echo "in $s.1"; exit 1; }
+	done &&
+	ln -s "$D/bin/shards-parallel" sp &&
+	./sp --bogus 2>err;
+	test $? = 2 &&
+	test_grep "^sp: unknown option" err &&
+	test_grep "^Try .sp --help." err
+'
+
 # Every --help ends with an "Examples:" paragraph, which help2man makes
 # a section of its own; its lines stay plain lines of the example (a
 # line help2man took for an option's tag would be .TP or .HP).
@@ -90,12 +112,34 @@ test_expect_success 'the documents --help points to are in share/doc/melpipe' '
 		docs/BENCHMARKS.md; do
 		test_cmp "$TOP/$f" "$D/share/doc/melpipe/$f" || exit 1
 	done &&
+	doc=$(cd "$D/share/doc/melpipe" && pwd -P) &&
 	"$D/bin/h5pack" --help >help &&
 	test_grep "formats/hdf5.md" help &&
-	test_grep "installed in PREFIX/share/doc/melpipe" help &&
+	test_grep "^(in $doc)\.$" help &&
 	"$D/bin/wavcat" --help >help &&
 	test_grep "formats/record.md" help &&
-	test_grep "installed in" help
+	test_grep "^(in $doc)\.$" help &&
+	! grep PREFIX help
+'
+
+# The manual pages are installed ones: they name the folder the install
+# puts the documents in, not the repository they were made in.
+test_expect_success 'the manual pages name PREFIX/share/doc/melpipe' '
+	for p in wavcat h5pack; do
+		m=$D/share/man/man1/$p.1 &&
+		grep "^(in " "$m" >in &&
+		test_grep "/usr/share/doc/melpipe" in &&
+		! grep -e PREFIX -e "$TOP" "$m" || exit 1
+	done
+'
+
+test_expect_success 'run from the repository'"'"'s bin/, --help names the repository' '
+	top=$(cd "$TOP" && pwd -P) &&
+	"$TOP/bin/wavcat" --help >help &&
+	test_grep "^(in $top)\.$" help &&
+	cp "$TOP/bin/wavcat" alone &&
+	./alone --help >help &&
+	test_grep "^(in share/doc/melpipe under melpipe.s install prefix)\.$" help
 '
 
 test_expect_success 'the installed h5pack names the installed plugin folder' '

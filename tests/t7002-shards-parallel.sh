@@ -155,7 +155,8 @@ test_expect_success 'usage errors: no hosts, more shards than slots, --shard' '
 	test_expect_code 2 "$SP" --hosts hosts3 2>u.err &&
 	test_grep "no wavcat arguments after --" u.err &&
 	"$SP" --help >help &&
-	test_grep "^usage: scripts/shards-parallel --hosts FILE" help
+	test_grep "^Usage: shards-parallel --hosts FILE" help &&
+	! grep "scripts/" help
 '
 
 test_done

@@ -148,7 +148,9 @@ test_expect_success 'usage errors, --help' '
 	test_expect_code 1 "$SS" merge -n 4 --out out -o x.h5 2>u.err &&
 	test_grep "no batch script .*shards-of-4.sbatch" u.err &&
 	"$SS" --help >help &&
-	test_grep "^usage: scripts/shards-slurm submit -n N --out DIR" help
+	test_grep "^Usage: shards-slurm submit -n N --out DIR" help &&
+	test_grep "^  or:  shards-slurm merge -n N" help &&
+	! grep "scripts/" help
 '
 
 test_done

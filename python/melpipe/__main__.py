@@ -2,8 +2,9 @@
                         [--max-seconds S] [-o OUT.png]
 
 Draws a melpipe HDF5 dataset (formats/hdf5.md) into two pictures:
-OUT.png, some of its rows (log-mel spectrograms, or waveforms for audio
-datasets), and OUT-summary.png (rows per split and label, skipped
+OUT.png, some of its rows (log-mel spectrograms, Kaldi filterbank
+features or MFCC, as the file's feature attribute says, or waveforms for
+audio datasets), and OUT-summary.png (rows per split and label, skipped
 inputs, a histogram of the values). Prints the paths it wrote. Errors:
 one line on stderr, exit status 1; a bad command line 2.
 """
@@ -16,11 +17,13 @@ PROG = "melpipe show"
 EPILOG = """\
 pages:
   OUT (default: FILE with .png for .h5) holds the rows: features rows as
-  log-mel spectrograms, time in seconds in the clip (from the file's
-  hop_length, sample_rate and center), the mel bands' centre frequencies
-  in Hz (from n_mels, fmin, fmax and mel_scale, slaney or htk), one colour
-  scale; audio rows as waveforms (the samples as stored, s16 scaled to
-  full scale), long ragged rows cut to --max-seconds. Without --clip,
+  images titled by the file's feature attribute (mel: log-mel
+  spectrograms; fbank: Kaldi filterbank features; mfcc: MFCC), time in
+  seconds in the clip (from the file's hop_length, sample_rate and
+  center), the mel bands' centre frequencies in Hz (from n_mels, fmin,
+  fmax and mel_scale, slaney, htk or kaldi), one colour scale; audio
+  rows as waveforms (the samples as stored, s16 scaled to full scale),
+  long ragged rows cut to --max-seconds. Without --clip,
   rows spread over the labels and, within a label, over the file (so
   over the splits). OUT-summary.png (OUT's name with -summary before its
   extension) holds the facts of the file, rows per split and label,

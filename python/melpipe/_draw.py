@@ -4,11 +4,13 @@ uses pyplot itself). matplotlib is optional: load() says how to get it."""
 import numpy as np
 
 from . import axes
+from .show import counted
 
 PLOT_HINT = ("matplotlib is not installed: pip install matplotlib "
              "(or pip install 'melpipe[plot]')")
 MAX_LABELS = 40  # rows of the split-by-label table drawn
 MAX_POINTS = 20000  # a waveform's points before it is drawn as an envelope
+COLOUR_BAR = 1.5  # inches right of the spectrograms: bar, ticks, label
 
 
 class MissingMatplotlib(ImportError):
@@ -36,8 +38,10 @@ def save(fig, out):
 def header(info):
     a = info.attrs
     text = "%s: %s %s, %s" % (info.path, info.layout, info.kind, info.dtype)
-    if info.kind == "features" and "n_mels" in a:
-        text += ", %s mels, hop %s at %s Hz" % (a["n_mels"], a.get(
+    n = axes.n_features(a)
+    if info.kind == "features" and n is not None:
+        _, one, many = axes.feature_words(a)
+        text += ", %s, hop %s at %s Hz" % (counted(n, one, many), a.get(
             "hop_length", "?"), a.get("sample_rate", "?"))
     elif "sample_rate" in a:
         text += ", %s Hz" % a["sample_rate"]
@@ -55,20 +59,24 @@ def rows_page(info, panels, of, clip, out):
     ncols = 2 if n >= 4 and short else 1
     nrows = -(-n // ncols)
     height = 1.4 + 2.5 * nrows  # inches: the title, then the panels
-    fig = Figure(figsize=(7 * ncols + 1, height))
+    width = 7 * ncols + 1
+    fig = Figure(figsize=(width, height))
+    # features keep COLOUR_BAR inches on the right for the colour bar,
+    # its ticks and its label, whatever the width
     grid = fig.add_gridspec(nrows, ncols, hspace=0.9, wspace=0.25,
-                            left=0.07, right=0.9 if info.kind == "features"
-                            else 0.97, top=1 - 1.15 / height,
-                            bottom=0.45 / height)
-    what = ("log-mel spectrograms" if info.kind == "features" else
-            "waveforms (the samples as stored)")
+                            left=0.56 / width, right=1 - (
+                                COLOUR_BAR if info.kind == "features"
+                                else 0.25) / width,
+                            top=1 - 1.15 / height, bottom=0.45 / height)
+    what = (axes.feature_words(info.attrs)[0] if info.kind == "features"
+            else "waveforms (the samples as stored)")
     if clip:
-        which = "clip '%s', %s of its %d row(s)" % (
-            clip, "all" if len(panels) == of else
-            "the first %d" % len(panels), of)
+        which = "clip '%s', %s" % (
+            clip, ("its " + counted(of, "row")) if len(panels) == of else
+            "the first %d of its %s" % (len(panels), counted(of, "row")))
     else:
-        which = "%d rows of %d, spread over labels and splits" % (
-            len(panels), of)
+        which = "%s of %d, spread over labels and splits" % (
+            counted(len(panels), "row"), of)
     fig.suptitle("%s\n%s: %s" % (header(info), what, which), fontsize=11)
     if not panels:
         fig.text(0.5, 0.5, "no rows", ha="center")
@@ -96,7 +104,7 @@ def mel_ticks(info, n_mels):
     hz = axes.mel_band_hz(info.attrs)
     idx = spread_ticks(n_mels, 6)
     if hz is None or len(hz) != n_mels:
-        return idx, [str(i) for i in idx], "mel band"
+        return idx, [str(i) for i in idx], axes.feature_words(info.attrs)[1]
     labels = ["%.1fk" % (hz[i] / 1000) if hz[i] >= 1000 else "%.0f" % hz[i]
               for i in idx]
     return idx, labels, "Hz (%s mel bands)" % info.attrs.get("mel_scale",
@@ -137,8 +145,12 @@ def draw_spectrograms(fig, info, panels, grid_axes):
         ax.tick_params(axis="x", labelsize=8)
         ax.set_title(cut_title(p, info.kind), fontsize=9)
     if image is not None:
-        cax = fig.add_axes([0.92, 0.15, 0.015, 0.7])
-        fig.colorbar(image, cax=cax, label=axes.value_unit(info.attrs))
+        width = fig.get_figwidth()
+        cax = fig.add_axes([1 - (COLOUR_BAR - 0.2) / width, 0.15,
+                            0.14 / width, 0.7])
+        bar = fig.colorbar(image, cax=cax)
+        bar.set_label(axes.value_unit(info.attrs), fontsize=8)
+        bar.ax.tick_params(labelsize=8)
 
 
 def length(p, kind):
@@ -215,14 +227,20 @@ def facts(info, summary):
     a = info.attrs
     rows = ", ".join("%s %d" % (g, len(summary[g][1])) for g in info.groups)
     lines = [header(info),
-             "rows: %s; %d clips, %d skipped; %d labels" % (
-                 rows, len(info.clip_paths), len(info.skipped),
-                 len(info.labels)),
+             "rows: %s; %s, %d skipped; %s" % (
+                 rows, counted(len(info.clip_paths), "clip"),
+                 len(info.skipped), counted(len(info.labels), "label")),
              "features %s; compression %s; %.1f MB" % (
                  ", ".join("%s %s" % (g, list(s))
                            for g, s in info.shapes.items()),
                  "+".join(info.filters), info.size / 1e6)]
-    if info.kind == "features" and "n_mels" in a:
+    if info.kind == "features" and axes.feature(a) == "fbank":
+        lines.append("n_fft %s, win_length %s, fmin %s, fmax %s Hz, %s "
+                     "scale, log %s, snip_edges %s, use_energy %s" % (
+                         a.get("n_fft"), a.get("win_length"), a.get("fmin"),
+                         a.get("fmax"), a.get("mel_scale"), a.get("log"),
+                         a.get("snip_edges"), a.get("use_energy")))
+    elif info.kind == "features" and "n_mels" in a:
         lines.append("n_fft %s, fmin %s, fmax %s Hz, %s scale, log %s, "
                      "center %s" % (a.get("n_fft"), a.get("fmin"),
                                     a.get("fmax"), a.get("mel_scale"),
@@ -257,7 +275,7 @@ def split_label_table(ax, info, summary):
             ax.text(j, i, "%d" % v, ha="center", va="center", fontsize=7,
                     color="white" if v > 0.6 * m.max() else "black")
     more = "" if len(shown) == len(ids) else \
-        " (the %d largest of %d labels)" % (len(shown), len(ids))
+        " (the %d largest of %s)" % (len(shown), counted(len(ids), "label"))
     ax.set_title("rows per split and label" + more, fontsize=10)
 
 
@@ -283,7 +301,7 @@ def value_histogram(ax, info, summary):
     bad = sum(int((~np.isfinite(v)).sum()) for v in all_values)
     unit = axes.value_unit(info.attrs) if info.kind == "features" else \
         "amplitude (full scale)"
-    ax.set_xlabel(unit + ("; %d non-finite values left out" % bad
+    ax.set_xlabel(unit + ("; %s left out" % counted(bad, "non-finite value")
                           if bad else ""), fontsize=8)
     ax.set_ylabel("values", fontsize=8)
     ax.set_title("histogram of the values", fontsize=10)
@@ -313,7 +331,7 @@ def row_lengths(ax, info, summary):
     if info.layout == "fixed" or n.size == 0:
         ax.axis("off")
         one = int(n[0]) if n.size else 0
-        said = "every row: %d %s" % (one, unit)
+        said = "every row: %s" % counted(one, unit[:-1])
         if per_s:
             said += " (%.3f s)" % (one / per_s)
         ax.text(0, 1, said, va="top", transform=ax.transAxes, fontsize=9,

@@ -90,7 +90,7 @@ def frame_times(attrs, n_frames, offset=0):
         return None
     if sr is None or hop <= 0:
         return None
-    if str(attrs.get("feature", "mel")) == "fbank":
+    if feature(attrs) == "fbank":
         shift = (int(attrs.get("win_length", 0)) / 2
                  if int(attrs.get("snip_edges", 1)) else hop / 2)
     else:
@@ -108,8 +108,45 @@ def sample_times(attrs, n_samples, offset=0):
     return (offset + np.arange(n_samples)) / sr
 
 
+# What a features dataset's rows hold, by its feature attribute
+# (formats/hdf5.md): what the pictures call them, and a frame's values
+# (one, many).
+FEATURES = {
+    "mel": ("log-mel spectrograms", "mel", "mels"),
+    "fbank": ("Kaldi filterbank features", "bin", "bins"),
+    "mfcc": ("MFCC", "coefficient", "coefficients"),
+}
+
+
+def feature(attrs):
+    """The feature attribute: mel where the file does not say."""
+    return str(attrs.get("feature", "mel"))
+
+
+def feature_words(attrs):
+    """(what the rows are, a frame's value, its plural) for a features
+    dataset: ("Kaldi filterbank features", "bin", "bins") for fbank."""
+    name = feature(attrs)
+    if name == "mel" and str(attrs.get("log", "")) == "none":
+        return ("mel spectrograms", "mel", "mels")
+    return FEATURES.get(name, ("%s features" % name, "value", "values"))
+
+
+def n_features(attrs):
+    """A frame's values: n_features (fbank's energy row included), or
+    n_mels in files that do not say; None where neither is recorded."""
+    for key in ("n_features", "n_mels"):
+        try:
+            return int(attrs[key])
+        except (KeyError, TypeError, ValueError):
+            pass
+    return None
+
+
 def value_unit(attrs):
     """What a features value is, for a colour bar's label."""
+    if feature(attrs) == "mfcc":
+        return "coefficient"
     log = str(attrs.get("log", ""))
     power = attrs.get("power", 2.0)
     what = "power" if float(power) == 2.0 else "magnitude"

@@ -27,6 +27,11 @@ class ShowError(Exception):
     """A dataset or a clip that cannot be shown (one line)."""
 
 
+def counted(n, one, many=None):
+    """n and the noun that goes with it: "1 row", "2 rows", "0 rows"."""
+    return "%d %s" % (n, one if n == 1 else (many or one + "s"))
+
+
 def summary_path(out):
     """The summary page's file beside out: out.png -> out-summary.png."""
     stem, ext = os.path.splitext(out)
@@ -135,8 +140,9 @@ def find_clip(info, name):
                 if tail.endswith("/" + p) or p.endswith("/" + tail)]
     if not hits:
         example = " (one is '%s')" % paths[0] if paths else ""
-        raise ShowError("no clip '%s' among the %d clips of '%s'%s"
-                        % (name, len(paths), info.path, example))
+        raise ShowError("no clip '%s' among the %s of '%s'%s"
+                        % (name, counted(len(paths), "clip"), info.path,
+                           example))
     if len(hits) > 1:
         raise ShowError("'%s' names %d clips ('%s', '%s', ...): give more "
                         "of its path" % (name, len(hits), paths[hits[0]],

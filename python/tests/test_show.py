@@ -2,8 +2,11 @@
 writes, the row --clip picks, the axes, errors and their exit statuses,
 and the message where matplotlib is missing."""
 import os
+import re
+import shutil
 import subprocess
 import sys
+import wave
 
 import h5py
 import numpy as np
@@ -160,3 +163,78 @@ def test_missing_matplotlib_named(datasets, tmp_path):
                                 "installed: pip install matplotlib (or pip "
                                 "install 'melpipe[plot]')"), r.stderr
     assert not os.path.exists(tmp_path / "m.png")
+
+
+@pytest.fixture(scope="module")
+def one_fbank(datasets, tmp_path_factory):
+    """A one-row dataset of Kaldi filterbank features (gpumel --preset
+    kaldi, 23 bins), and a copy whose feature attribute says mfcc."""
+    d = tmp_path_factory.mktemp("one")
+    rate, n = 16000, 16000
+    x = 0.3 * np.sin(2 * np.pi * 440 * np.arange(n) / rate)
+    wav = str(d / "a.wav")
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+    fbank, mfcc = str(d / "fbank.h5"), str(d / "mfcc.h5")
+    run_pipeline([["wavcat", "-q", "--split", "none", wav],
+                  ["gpumel", "-q", "--device", "cpu", "--preset", "kaldi"],
+                  ["h5pack", "-q", "-o", fbank]], os.devnull)
+    shutil.copy(fbank, mfcc)
+    with h5py.File(mfcc, "r+") as f:
+        f.attrs["feature"] = "mfcc"
+    return {"fbank": fbank, "mfcc": mfcc}
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures show() draws, as it saves them."""
+    from melpipe import _draw
+    _draw.load()
+    kept, save = [], _draw.save
+
+    def keep(fig, out):
+        save(fig, out)
+        kept.append(fig)
+    monkeypatch.setattr(_draw, "save", keep)
+    return kept
+
+
+def texts(fig):
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def test_one_row_is_counted_in_the_singular(one_fbank, tmp_path, figures):
+    show.show(one_fbank["fbank"], str(tmp_path / "o.png"))
+    words = "\n".join(t.get_text() for f in figures for t in texts(f))
+    assert "1 row of 1," in words and "1 clip," in words, words
+    assert not re.search(r"\b1 (rows|clips|labels|bins|frames)\b", words), \
+        words
+
+
+@pytest.mark.parametrize("feature,what,n", [
+    ("fbank", "Kaldi filterbank features", "23 bins"),
+    ("mfcc", "MFCC", "23 coefficients")])
+def test_titles_say_the_feature(one_fbank, tmp_path, figures, feature, what,
+                                n):
+    show.show(one_fbank[feature], str(tmp_path / "f.png"), summary=False)
+    title = figures[0]._suptitle.get_text()
+    assert what + ": 1 row of 1" in title and (", %s," % n) in title, title
+    assert "mel" not in title.replace("melpipe", ""), title
+
+
+@pytest.mark.parametrize("case", ["fbank", ("feat-fixed", "none")], ids=str)
+def test_no_text_cut_off_at_the_edges(datasets, one_fbank, tmp_path, figures,
+                                      case):
+    """A narrow picture (one column of panels) keeps the colour bar's
+    label and ticks inside it."""
+    path = one_fbank[case] if isinstance(case, str) else datasets[case]
+    show.show(path, str(tmp_path / "n.png"), rows=1, summary=False)
+    fig = figures[0]
+    assert fig.get_figwidth() < 9
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    assert drawn.x0 >= 0 and drawn.y0 >= 0 and \
+        drawn.x1 <= fig.get_figwidth() and \
+        drawn.y1 <= fig.get_figheight(), (drawn, fig.get_size_inches())

@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -104,45 +107,127 @@ void prog_refuse_tty(int fd)
 				 "terminal; redirect or pipe the output");
 }
 
+/* Option-argument messages say the range as a person writes it: "give a
+ * whole number from 1 to 19", "give a size from 4K to 16M", "give a
+ * number above 0, at most 10000000" (no "1e+07"). */
+
+/* v as a person writes it: 10000000, 0.001, 1e-30 (not 1e+07, 1e-09). */
+static void fmt_double(char *buf, size_t n, double v)
+{
+	char *e;
+
+	if (v == floor(v) && fabs(v) < 1e15) {
+		snprintf(buf, n, "%.0f", v);
+		return;
+	}
+	snprintf(buf, n, "%g", v);
+	e = strchr(buf, 'e');
+	if (!e)
+		return;
+	e++;
+	if (*e == '+')
+		memmove(e, e + 1, strlen(e));
+	else if (*e == '-')
+		e++;
+	while (e[0] == '0' && e[1] != '\0')
+		memmove(e, e + 1, strlen(e));
+}
+
+/* v with the largest K/M/G/T suffix that divides it: 4096 as 4K. */
+static void fmt_size(char *buf, size_t n, uint64_t v)
+{
+	static const char suffix[] = "KMGT";
+	int i = -1;
+
+	while (i < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, n, "%" PRIu64, v);
+	else
+		snprintf(buf, n, "%" PRIu64 "%c", v, suffix[i]);
+}
+
+/* The usage error for arg of opt (err: opt_parse_*'s), ending with what
+ * to give. */
+noreturn static void bad_arg(const char *opt, const char *arg, int err,
+			     const char *give)
+{
+	if (err == OPT_E_RANGE)
+		prog_usage_error("%s: %s is out of range: give %s", opt, arg,
+				 give);
+	prog_usage_error("%s: '%s' is not a number: give %s", opt, arg, give);
+}
+
 uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,
 		      uint64_t max)
 {
+	char give[96];
 	uint64_t v;
 	int err = opt_parse_u64(arg, min, max, 0, &v);
 
-	if (err)
-		prog_usage_error("invalid value '%s' for %s: %s (expected "
-				 "%llu..%llu)", arg, opt, opt_strerror(err),
-				 (unsigned long long)min,
-				 (unsigned long long)max);
+	if (err) {
+		if (max == UINT64_MAX && min > 0)
+			snprintf(give, sizeof(give), "a whole number, at least "
+				 "%" PRIu64, min);
+		else
+			snprintf(give, sizeof(give), "a whole number from %"
+				 PRIu64 " to %" PRIu64, min, max);
+		bad_arg(opt, arg, err, give);
+	}
 	return v;
 }
 
 uint64_t prog_arg_size(const char *opt, const char *arg, uint64_t min,
 		       uint64_t max)
 {
+	char give[128], lo[32], hi[32];
 	uint64_t v;
 	int err = opt_parse_u64(arg, min, max, OPT_SUFFIX, &v);
 
-	if (err)
-		prog_usage_error("invalid value '%s' for %s: %s (expected "
-				 "%llu..%llu, K/M/G suffixes allowed)", arg,
-				 opt, opt_strerror(err),
-				 (unsigned long long)min,
-				 (unsigned long long)max);
+	if (err) {
+		fmt_size(lo, sizeof(lo), min);
+		fmt_size(hi, sizeof(hi), max);
+		snprintf(give, sizeof(give), "a size from %s to %s (suffixes K, M, "
+			 "G, T: powers of 1024)", lo, hi);
+		bad_arg(opt, arg, err, give);
+	}
 	return v;
 }
 
 double prog_arg_double(const char *opt, const char *arg, double min,
 		       double max)
 {
+	char give[96], lo[32], hi[32];
 	double v;
 	int err = opt_parse_double(arg, min, max, &v);
 
-	if (err)
-		prog_usage_error("invalid value '%s' for %s: %s (expected "
-				 "%g..%g)", arg, opt, opt_strerror(err), min,
-				 max);
+	if (err) {
+		fmt_double(lo, sizeof(lo), min);
+		fmt_double(hi, sizeof(hi), max);
+		snprintf(give, sizeof(give), "a number from %s to %s", lo, hi);
+		bad_arg(opt, arg, err, give);
+	}
+	return v;
+}
+
+double prog_arg_double_above(const char *opt, const char *arg, double above,
+			     double max)
+{
+	char give[96], lo[32], hi[32];
+	double v;
+	int err = opt_parse_double(arg, -DBL_MAX, max, &v);
+
+	if (!err && !(v > above))
+		err = OPT_E_RANGE;
+	if (err) {
+		fmt_double(lo, sizeof(lo), above);
+		fmt_double(hi, sizeof(hi), max);
+		snprintf(give, sizeof(give), "a number above %s, at most %s",
+			 lo, hi);
+		bad_arg(opt, arg, err, give);
+	}
 	return v;
 }
 
@@ -170,6 +255,39 @@ int prog_exe_dir(char *buf, size_t len)
 		return -1;
 	*slash = '\0';
 	return 0;
+}
+
+/* Whether folder dir holds melpipe's documents. */
+static int holds_docs(const char *dir)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/formats/record.md", dir);
+	return access(path, R_OK) == 0;
+}
+
+const char *prog_doc_where(void)
+{
+	static const char *const beside[] = {
+		"../share/doc/melpipe", ".."
+	};
+	static char where[PATH_MAX + 8];
+	char exe[PATH_MAX], path[PATH_MAX + 32], dir[PATH_MAX];
+	const char *env = getenv("MELPIPE_DOC_DIR");
+
+	if (env && *env) {
+		snprintf(where, sizeof(where), "in %s", env);
+		return where;
+	}
+	if (prog_exe_dir(exe, sizeof(exe)) == 0)
+		for (size_t i = 0; i < sizeof(beside) / sizeof(*beside); i++) {
+			snprintf(path, sizeof(path), "%s/%s", exe, beside[i]);
+			if (realpath(path, dir) && holds_docs(dir)) {
+				snprintf(where, sizeof(where), "in %s", dir);
+				return where;
+			}
+		}
+	return "in share/doc/melpipe under melpipe's install prefix";
 }
 
 void prog_human_bytes(char *buf, size_t n, uint64_t b)

@@ -89,18 +89,32 @@ void prog_write_why(char *buf, size_t n, const char *path,
  * clips", "2 clips"). */
 const char *prog_plural(uint64_t n, const char *one, const char *many);
 
-/* Option arguments: on a bad value a usage error naming the option. */
+/* Option arguments: on a bad value a usage error naming the option, the
+ * value and the range as a person writes it ("--zstd: 30 is out of
+ * range: give a whole number from 1 to 19"). */
 uint64_t prog_arg_u64(const char *opt, const char *arg, uint64_t min,
 		      uint64_t max);
 uint64_t prog_arg_size(const char *opt, const char *arg, uint64_t min,
 		       uint64_t max); /* K/M/G suffixes */
 double prog_arg_double(const char *opt, const char *arg, double min,
 		       double max);
+/* The same for a range open below: more than above, at most max. */
+double prog_arg_double_above(const char *opt, const char *arg, double above,
+			     double max);
 
 /* The folder holding this program's binary (from /proc/self/exe) into
  * buf: where the files installed beside the programs are looked for.
  * 0, or -1 when it cannot be read or does not fit in len bytes. */
 int prog_exe_dir(char *buf, size_t len);
+
+/* Where melpipe's documents are (README.md, formats/, docs/), for --help
+ * texts: "in FOLDER", FOLDER found from this program's folder:
+ * PREFIX/share/doc/melpipe from PREFIX/bin once installed, the repository
+ * from its bin/; the environment's MELPIPE_DOC_DIR where set (make man
+ * sets it to the folder make install fills). Where none holds
+ * formats/record.md, words that say where an install puts them. Never
+ * NULL; a static buffer. */
+const char *prog_doc_where(void);
 
 /* b as "N bytes", "N.N MB" (from 10 MB) or "N.N GB" (from 10 GB), for
  * -v reports, in buf of n bytes. */

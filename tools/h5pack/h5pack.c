@@ -79,7 +79,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s -o OUT.h5 [OPTIONS] [FILE]\n"
-"       %s --merge -o OUT.h5 [OPTIONS] SHARD.h5...\n"
+"  or:  %s --merge -o OUT.h5 [OPTIONS] SHARD.h5...\n"
 "Write a melpipe stream of features (or audio) as one HDF5 dataset file.\n"
 "\n"
 "Reads the stream from FILE (or standard input, also for '-'). The file has\n"
@@ -96,7 +96,7 @@ static void usage(FILE *f)
 "after another, and start and n_frames per row say where each one is; for\n"
 "audio, features holds the samples, [samples] (mono) or [samples, channels],\n"
 "and start and n_frames count samples. formats/hdf5.md has the details\n"
-"(installed in PREFIX/share/doc/melpipe).\n"
+"(%s).\n"
 "\n"
 "Each split group also holds statistics of its stored frames, per mel bin\n"
 "(per channel for audio): stats_count, stats_sum and stats_sumsq; the mean\n"
@@ -118,7 +118,7 @@ static void usage(FILE *f)
 "is written and synced; until then it is a temporary file in the same\n"
 "folder. A failed or interrupted run leaves no OUT.h5, or the previous one\n"
 "untouched. An existing OUT.h5 is replaced (atomically) unless -n is given.\n"
-"\n", prog_name, prog_name);
+"\n", prog_name, prog_name, prog_doc_where());
 	fprintf(f,
 "Options:\n"
 "  -c, --compress=SPEC   none, gzip[:LEVEL] (1-9, default 4) or\n"
@@ -127,8 +127,8 @@ static void usage(FILE *f)
 "                        zstd is HDF5 filter 32015: h5py reads it after\n"
 "                        'import hdf5plugin', other HDF5 programs with\n"
 "                        HDF5_PLUGIN_PATH set to melpipe's plugin folder\n"
-"                        (bin/plugins; PREFIX/lib/melpipe/hdf5-plugins\n"
-"                        when installed)\n"
+"                        (bin/plugins in the repository; installed, the\n"
+"                        lib/melpipe/hdf5-plugins beside bin/)\n"
 "      --chunk-size=SIZE\n"
 "                        bytes of features per chunk, 4K to 16M (default\n"
 "                        1M); the unit of compression and of reads\n"

@@ -212,11 +212,12 @@ static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	return total;
 }
 
-/* Checks what was read against the header. MP3 lengths are estimates
- * (mpg123 without a Xing/LAME frame), so only other formats must match. */
-static int check_length(SNDFILE *sf, const SF_INFO *info,
-			const struct vio *v, int64_t total,
-			struct decoded *out)
+/* Checks what was read against the header (frames: what it promises).
+ * MP3 lengths are estimates (mpg123 without a Xing/LAME frame), so only
+ * other formats must match. */
+static int check_length(SNDFILE *sf, const SF_INFO *info, int64_t frames,
+			const struct vio *v, const struct wav_short *ws,
+			int64_t total, struct decoded *out)
 {
 	char msg[200];
 	int exact = (info->format & SF_FORMAT_TYPEMASK) != SF_FORMAT_MPEG;
@@ -232,20 +233,28 @@ static int check_length(SNDFILE *sf, const SF_INFO *info,
 			   (long long)total, msg);
 		return -1;
 	}
+	if (ws->claimed && total < frames) {
+		set_reason(out, "decoded %lld of the %lld frames its header "
+			   "gives (truncated: the data chunk claims %llu bytes, "
+			   "the file holds %llu)", (long long)total,
+			   (long long)frames,
+			   (unsigned long long)ws->claimed,
+			   (unsigned long long)ws->held);
+		return -1;
+	}
 	if (total == 0) {
 		set_reason(out, "no audio data (0 frames decoded)");
 		return -1;
 	}
-	if (exact && total < info->frames) {
+	if (exact && total < frames) {
 		set_reason(out, "decoded %lld of the %lld frames its header "
 			   "gives (truncated or damaged)", (long long)total,
-			   (long long)info->frames);
+			   (long long)frames);
 		return -1;
 	}
-	if (exact && total > info->frames) {
+	if (exact && total > frames) {
 		set_reason(out, "decoded %lld frames, more than the %lld its "
-			   "header gives", (long long)total,
-			   (long long)info->frames);
+			   "header gives", (long long)total, (long long)frames);
 		return -1;
 	}
 	return 0;
@@ -253,8 +262,8 @@ static int check_length(SNDFILE *sf, const SF_INFO *info,
 
 /* Decodes the open file sf into out, handing pieces to emit. */
 static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
-		      const struct vio *v, struct decoded *out,
-		      decode_emit_fn emit, void *ctx)
+		      const struct vio *v, const struct wav_short *ws,
+		      struct decoded *out, decode_emit_fn emit, void *ctx)
 {
 	const struct decode_cfg *cfg = &d->cfg;
 	uint32_t in = (uint32_t)info->samplerate;
@@ -263,6 +272,10 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	struct sink s = { .out = out, .dtype = cfg->dtype,
 			  .piece = cfg->piece_samples, .emit = emit,
 			  .ctx = ctx };
+	/* a WAV cut short promises its data chunk's frames, as a FLAC
+	 * file its STREAMINFO's */
+	int64_t frames = ws->claimed ? (int64_t)(ws->claimed / ws->align)
+				     : info->frames;
 	uint64_t want, full;
 	int64_t total;
 
@@ -277,8 +290,8 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 		return;
 	}
 	s.esize = rec_dtype_size(cfg->dtype);
-	want = rs ? scale_len((uint64_t)info->frames, cfg->rate, in)
-		  : (uint64_t)info->frames;
+	want = rs ? scale_len((uint64_t)frames, cfg->rate, in)
+		  : (uint64_t)frames;
 	/* The clip's length is known before decoding when padded or
 	 * trimmed, or else from an exact frame count (soxr gives n * out /
 	 * in samples, rounded, as scale_len()); a file that breaks the
@@ -293,7 +306,8 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	    (rs && get_soxr(d, in, out)))
 		goto out;
 	total = read_all(d, sf, info, rs, &s);
-	if (total < 0 || s.stop || check_length(sf, info, v, total, out))
+	if (total < 0 || s.stop ||
+	    check_length(sf, info, frames, v, ws, total, out))
 		goto out;
 	/* Padded, or else the length soxr's output already has: this only
 	 * guards it. */
@@ -338,6 +352,7 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 		 decode_emit_fn emit, void *ctx)
 {
 	struct vio v = { 0 };
+	struct wav_short ws = { 0 };
 	SF_INFO info;
 	SNDFILE *sf;
 	struct stat st;
@@ -358,14 +373,14 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	v.len = st.st_size;
 	if (read_whole(d, &v, out))
 		goto close_fd;
-	if (wav_check(&v, out))
+	if (wav_check(&v, out, &ws))
 		goto close_fd;
 	sf = open_sf(&v, &info, out);
 	if (sf == NULL)
 		goto close_fd;
 	d->t_read += prog_now() - t0;
 	if (check_info(&info, out) == 0)
-		decode_sf(d, sf, &info, &v, out, emit, ctx);
+		decode_sf(d, sf, &info, &v, &ws, out, emit, ctx);
 	t0 = prog_now();
 	sf_close(sf);
 close_fd:
@@ -384,6 +399,7 @@ static int claimed_rate(const char *path, uint32_t *rate,
 			struct decoded *out)
 {
 	struct vio v = { 0 };
+	struct wav_short ws = { 0 };
 	struct stat st;
 	SF_INFO info;
 	SNDFILE *sf;
@@ -394,7 +410,7 @@ static int claimed_rate(const char *path, uint32_t *rate,
 		return -1;
 	v.fd = fd;
 	v.len = st.st_size;
-	if (wav_check(&v, out) == 0 &&
+	if (wav_check(&v, out, &ws) == 0 &&
 	    (sf = open_sf(&v, &info, out)) != NULL) {
 		if (check_info(&info, out) == 0) {
 			*rate = (uint32_t)info.samplerate;

@@ -72,7 +72,17 @@ void set_reason(struct decoded *out, const char *fmt, ...)
  * reason set. */
 int open_regular(const char *path, struct stat *st, struct decoded *out);
 int read_whole(struct decoder *d, struct vio *v, struct decoded *out);
-int wav_check(const struct vio *v, struct decoded *out);
+/* A PCM or float WAV file whose data chunk claims more bytes than the
+ * file holds: libsndfile reads the frames there are and says no more, so
+ * wav_check() tells decode_sf() what the chunk promised, and the clip
+ * ends early there as any file cut short does (FLAC's included). */
+struct wav_short {
+	uint64_t claimed, held; /* the data chunk's bytes; 0: not short */
+	unsigned align;         /* bytes a frame */
+};
+
+int wav_check(const struct vio *v, struct decoded *out,
+	      struct wav_short *ws);
 SNDFILE *open_sf(struct vio *v, SF_INFO *info, struct decoded *out);
 int check_info(const SF_INFO *info, struct decoded *out);
 void tidy_sf_error(char *dst, size_t size, const char *msg);

@@ -280,6 +280,7 @@ static int add_folder(struct clip_list *cl, const char *p, int root,
 
 	if (fd < 0)
 		return -1;
+	cl->root_walked |= root >= 0;
 	if (root < 0) {
 		root = add_root(cl, p);
 		key_off = strlen(p);

@@ -95,13 +95,18 @@ static int wav_check_fmt(const struct vio *v, off_t off, uint32_t size,
 }
 
 /* Checks a data chunk against the file: libsndfile silently clamps a
- * data size larger than the file, and reads a size of 0 or 0xFFFFFFFF
- * with bytes after it (a writer that never came back to fill the size
- * in) as "up to the end". A size of 0 with nothing after it is a
- * finished file of no samples. */
+ * data size larger than the file (for PCM and float, ws gets what the
+ * chunk claims: decoded, the clip is cut short there; other encodings,
+ * whose frames are not a fixed size, are refused), and reads a size of 0
+ * or 0xFFFFFFFF with bytes after it (a writer that never came back to
+ * fill the size in) as "up to the end". A size of 0 with nothing after
+ * it is a finished file of no samples. */
 static int wav_check_data(uint32_t size, uint64_t avail, unsigned tag,
-			  unsigned align, struct decoded *out)
+			  unsigned align, struct decoded *out,
+			  struct wav_short *ws)
 {
+	int pcm = (tag == 1 || tag == 3) && align > 0;
+
 	if (size == 0 && avail == 0) {
 		set_reason(out, "no samples (0 frames)");
 		return -1;
@@ -113,6 +118,12 @@ static int wav_check_data(uint32_t size, uint64_t avail, unsigned tag,
 			   (unsigned long long)avail);
 		return -1;
 	}
+	if (size > avail && pcm) {
+		ws->claimed = size;
+		ws->held = avail;
+		ws->align = align;
+		return 0;
+	}
 	if (size > avail) {
 		set_reason(out, "data chunk claims %lu bytes but the file "
 			   "holds %llu (truncated?)", (unsigned long)size,
@@ -120,7 +131,7 @@ static int wav_check_data(uint32_t size, uint64_t avail, unsigned tag,
 		return -1;
 	}
 	/* PCM or float: a partial frame means a damaged file. */
-	if ((tag == 1 || tag == 3) && align > 0 && size % align != 0) {
+	if (pcm && size % align != 0) {
 		set_reason(out, "data length %lu is not a whole number of "
 			   "%u-byte frames", (unsigned long)size, align);
 		return -1;
@@ -130,7 +141,8 @@ static int wav_check_data(uint32_t size, uint64_t avail, unsigned tag,
 
 /* Walks the chunks of a RIFF WAVE file. Other files pass. Returns 0 or
  * -1 with the reason set. */
-int wav_check(const struct vio *v, struct decoded *out)
+int wav_check(const struct vio *v, struct decoded *out,
+	      struct wav_short *ws)
 {
 	unsigned char h[12];
 	unsigned tag = 0, align = 0;
@@ -152,7 +164,7 @@ int wav_check(const struct vio *v, struct decoded *out)
 			return -1;
 		if (memcmp(h, "data", 4) == 0)
 			return wav_check_data(size, fsize - off - 8, tag, align,
-					      out);
+					      out, ws);
 		off += 8 + (uint64_t)size + (size & 1);
 	}
 	return 0;

@@ -203,19 +203,38 @@ static int list_names(const struct split_list *l, const struct clip *c,
 	return *at < l->n && strcmp(l->v[*at], c->key) == 0;
 }
 
+/* Whether the clips list l applies to came from walking folders, where
+ * every file is an input, rather than only from paths named one by one
+ * (in lists, or as arguments): a subset chosen on purpose. */
+static int walked(const struct clip_list *cl, const struct split_list *l)
+{
+	size_t folders = cl->n_roots - (cl->root_dir && !cl->root_walked);
+
+	if (l->root < 0) /* --validation-list, --testing-list: every clip */
+		return folders > 0;
+	return !cl->root_dir || l->root != cl->root_idx || cl->root_walked;
+}
+
 /* Says when a list's entries name no input: most likely its paths are not
  * relative to the folder the keys are relative to. m of them do. A few
- * unmatched entries are warned about too: a clip the list meant for
- * testing would otherwise go to training without a word. */
-static void list_report(const struct split_list *l, size_t m)
+ * unmatched entries are warned about too where the inputs are folders: a
+ * clip the list meant for testing would otherwise go to training without
+ * a word. Inputs named one by one are a subset: a list naming others is
+ * expected, and said only with -v. */
+static void list_report(const struct clip_list *cl,
+			const struct split_list *l, size_t m)
 {
 	if (l->n > 0 && m == 0)
 		prog_warn("no entry of '%s' names an input (entries are "
 			  "matched against keys: paths relative to the "
 			  "input folder)", l->file);
-	else if (m < l->n)
+	else if (m < l->n && walked(cl, l))
 		prog_warn("%zu of %zu entries of '%s' name no input (the "
 			  "clips they meant, if any, are not in its split)",
+			  l->n - m, l->n, l->file);
+	else if (m < l->n)
+		prog_info("%zu of %zu entries of '%s' name no input (the "
+			  "inputs, named one by one, are a subset)",
 			  l->n - m, l->n, l->file);
 }
 
@@ -254,7 +273,7 @@ static int check_lists(struct clip_list *cl, const struct splitter *sp)
 	if (got < 0)
 		goto out;
 	for (i = 0; i < sp->n_lists; i++)
-		list_report(&sp->lists[i], m[i]);
+		list_report(cl, &sp->lists[i], m[i]);
 	err = 0;
 	goto out;
 nomem:

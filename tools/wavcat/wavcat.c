@@ -510,13 +510,15 @@ static void report(const struct run *r)
 			  (unsigned long long)r->n_own,
 			  (unsigned long long)r->cl.n);
 	fit_note(r, fit, sizeof(fit));
+	/* a clip cut short is in the stream (and in its skipped records):
+	 * counted apart from both */
 	if (r->n_cut)
-		prog_warn("done %llu %s%s, skipped %llu (%llu of them cut "
-			  "short, kept up to the failure)",
+		prog_warn("done %llu %s whole%s and %llu cut short (kept up to "
+			  "the failure), skipped %llu",
 			  (unsigned long long)r->n_ok,
 			  prog_plural(r->n_ok, "clip", "clips"), fit,
-			  (unsigned long long)r->n_skipped,
-			  (unsigned long long)r->n_cut);
+			  (unsigned long long)r->n_cut,
+			  (unsigned long long)(r->n_skipped - r->n_cut));
 	else
 		prog_warn("done %llu %s%s, skipped %llu",
 			  (unsigned long long)r->n_ok,

@@ -62,6 +62,8 @@ struct clip_list {
 	const char *root_dir; /* --root: paths under it are keyed and
 				 labelled as found in that folder */
 	int root_idx;       /* its index in roots */
+	int root_walked;    /* a folder under --root was an input (else
+			       its inputs were named one by one) */
 	char *root_real;    /* --root with links resolved (realpath) */
 	char *rp_dir;       /* the folder of the path last keyed by */
 	size_t rp_len;      /* realpath (rp_dir, its length) and where */

@@ -72,7 +72,7 @@ static void usage(FILE *f)
 "it as one record of a stream on standard output, sorted by key\n"
 "(bytewise); a clip longer than --piece-samples comes as several, its\n"
 "pieces, whatever its length. formats/record.md describes the stream\n"
-"(installed in PREFIX/share/doc/melpipe).\n"
+"(%s).\n"
 "\n"
 "Inputs:\n"
 "  FOLDER        every audio file under FOLDER, recursively; its key is its\n"
@@ -83,7 +83,7 @@ static void usage(FILE *f)
 "                there that cannot be opened is an unusable input\n"
 "  -             the same, with the list read from standard input\n"
 "  Audio files in folders are the regular files with one of these\n"
-"  extensions (any case), all decoded by libsndfile:\n");
+"  extensions (any case), all decoded by libsndfile:\n", prog_doc_where());
 	inputs_print_extensions(f, 4, 78);
 	fprintf(f,
 "  Names starting with '.' are ignored, as are other files (split lists,\n"
@@ -158,14 +158,19 @@ static void usage(FILE *f)
 "\n");
 	fprintf(f,
 "Unusable inputs: a file that cannot be opened or decoded, is empty, is\n"
-"cut short or longer than its header says (WAV data chunks are checked\n"
-"against the file size), holds NaN or infinite samples, or claims no or\n"
-"over %u channels, or a rate of 0 or over %u Hz, is reported as\n"
+"truncated (it ends before the frames its header gives: a FLAC file's\n"
+"STREAMINFO, a WAV file's data chunk size) or longer than its header\n"
+"says, holds NaN or infinite samples, or claims no or over %u channels,\n"
+"or a rate of 0 or over %u Hz, is reported as\n"
 "  wavcat: 'PATH': REASON\n"
 "and written as a skipped record with that reason, and the run goes on.\n"
-"A clip whose decoding fails after some of its pieces were written is\n"
-"cut short: kept up to the failure, then that skipped record, its reason\n"
+"A clip whose decoding fails after some of its pieces were written (a\n"
+"truncated file longer than --piece-samples, WAV or FLAC alike) is cut\n"
+"short: kept up to the failure, then that skipped record, its reason\n"
 "saying how much was kept. Clips in one record are kept whole or not.\n"
+"The summary counts them apart: 'done 9 clips whole and 1 cut short\n"
+"(kept up to the failure), skipped 2' (the clip cut short is in the\n"
+"stream, and among its skipped records too).\n"
 "  --strict            stop at the first one instead (exit 1)\n"
 "\n", WAVCAT_MAX_CHANNELS, WAVCAT_MAX_RATE);
 	fprintf(f,
@@ -272,8 +277,8 @@ static int parse_opt(int c, const char *arg, struct options *o)
 					 "(expected s16 or f32)", arg);
 		break;
 	case OPT_DURATION:
-		o->duration_s = prog_arg_double("--duration", arg, 1e-9,
-						1e7);
+		o->duration_s = prog_arg_double_above("--duration", arg,
+							      0, 1e7);
 		break;
 	case OPT_EXCLUDE:
 		o->excludes[o->n_excludes++] = (char *)arg;
