@@ -1,6 +1,6 @@
 #!/bin/sh
 test_description='gpumel --preset kaldi and --mfcc, CPU and CUDA backends,
-against torchaudio.compliance.kaldi.fbank and .mfcc and torchaudio's MFCC
+against torchaudio.compliance.kaldi.fbank and .mfcc and torchaudio MFCC
 (needs torch and torchaudio; the CUDA cases a GPU)'
 . "$(dirname "$0")/test-lib.sh"
 

@@ -88,9 +88,12 @@ def slaney_hz(m):
 
 
 def torch_fbank(p):
-    """torchaudio.functional.melscale_fbanks, [n_mels][n_bins], float64."""
+    """torchaudio.functional.melscale_fbanks, [n_mels][n_bins], float64;
+    with p.bins rfft (bins at k sr / n_fft) the same triangles are
+    librosa.filters.mel's."""
     n_bins = p.n_fft // 2 + 1
-    all_freqs = np.linspace(0, p.rate // 2, n_bins)
+    all_freqs = (np.linspace(0, p.rate // 2, n_bins) if p.bins == "linspace"
+                 else np.arange(n_bins) * p.rate / p.n_fft)
     to_mel, to_hz = ((htk_mel, htk_hz) if p.mel_scale == "htk" else
                      (slaney_mel, slaney_hz))
     m_pts = np.linspace(to_mel(p.fmin), to_mel(p.fmax), p.n_mels + 2)
@@ -106,9 +109,15 @@ def torch_fbank(p):
 
 
 def fbank(p):
+    """The filterbank: librosa.filters.mel for rfft bins where librosa is
+    installed (not on the GPU machine: there the same formula as
+    torchaudio's, on rfft bins)."""
     if p.bins == "linspace":
         return torch_fbank(p)
-    import librosa
+    try:
+        import librosa
+    except ImportError:
+        return torch_fbank(p)
     return librosa.filters.mel(sr=p.rate, n_fft=p.n_fft, n_mels=p.n_mels,
                                fmin=p.fmin, fmax=p.fmax,
                                htk=p.mel_scale == "htk",
