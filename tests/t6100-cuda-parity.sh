@@ -143,16 +143,21 @@ test_expect_success GPU 'described windows give what copied windows give' '
 	done
 '
 
-# kaldi_gpu NAME IN [options]: --preset kaldi on the GPU against the
-# float64 reference of Kaldi fbank (kaldi_ref.py, the same options), and
-# against the CPU backend (the same dither noise included).
+# kaldi_gpu NAME IN [options]: --preset kaldi on the GPU, the fused
+# kernel (where n_fft allows) and cuFFT, against the float64 reference of
+# Kaldi fbank (kaldi_ref.py, the same options), and against the CPU
+# backend (the same dither noise included).
 kaldi_gpu() {
 	name=$1 in=$2
 	shift 2
 	gpumel -q --device cuda --preset kaldi "$@" "$in" >"$name.gpu" &&
 	$KREF check "$in" "$name.gpu" "$@" &&
+	MELPIPE_CUDA_FFT=cufft MELPIPE_CUDA_CHUNK=1000 gpumel -q \
+		--device cuda --preset kaldi "$@" "$in" >"$name.cufft" &&
+	$KREF check "$in" "$name.cufft" "$@" &&
 	gpumel -q --device cpu --preset kaldi "$@" "$in" >"$name.cpu" &&
-	$CMP close "$name.gpu" "$name.cpu" --input "$in"
+	$CMP close "$name.gpu" "$name.cpu" --input "$in" &&
+	$CMP close "$name.cufft" "$name.cpu" --input "$in"
 }
 
 test_expect_success GPU '--preset kaldi: fbank against float64 and the CPU' '
@@ -200,9 +205,12 @@ test_expect_success GPU '--preset kaldi: batches, graphs, windows, pieces' '
 	gpumel -q --device cuda $f --dtype bf16 k8.rec >kbf.gpu &&
 	$CMP cast k32.gpu k16.gpu &&
 	$CMP cast k32.gpu kbf.gpu &&
+	MELPIPE_CUDA_FFT=fused gpumel -q --device cuda $f k8.rec >kfu.gpu &&
+	$CMP same k32.gpu kfu.gpu &&
 	test_expect_code 1 env MELPIPE_CUDA_FFT=fused gpumel -q \
-		--device cuda --preset kaldi k8.rec >x.rec 2>err &&
-	test_grep "fbank runs on the cuFFT path" err
+		--device cuda --preset kaldi --frame-length-ms=10 k8.rec \
+		>x.rec 2>err &&
+	test_grep "fbank takes the fused kernel for n_fft 256 and more, not 128" err
 '
 
 # The librosa preset's bands at n_fft 512 and 1000 (fused and cuFFT

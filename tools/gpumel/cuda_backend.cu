@@ -309,7 +309,8 @@ static int choose_path(cu_ctx *c)
 {
 	const char *e = getenv(MEL_CUDA_ENV_FFT);
 	int ok = mel_cuda_fused_ok(c->p.n_fft) &&
-		 c->p.feature == MEL_FEAT_MEL;
+		 (c->p.feature == MEL_FEAT_MEL ||
+		  mel_cuda_fused_fbank_ok(c->p.n_fft));
 
 	if (!e || !*e || !strcmp(e, "auto")) {
 		c->fused = ok;
@@ -323,9 +324,11 @@ static int choose_path(cu_ctx *c)
 		c->fused = 1;
 		return 0;
 	}
-	if (!strcmp(e, "fused") && c->p.feature != MEL_FEAT_MEL)
-		cu_set_err(c, "%s=fused: fbank runs on the cuFFT path only",
-			MEL_CUDA_ENV_FFT);
+	if (!strcmp(e, "fused") && c->p.feature != MEL_FEAT_MEL &&
+	    mel_cuda_fused_ok(c->p.n_fft))
+		cu_set_err(c, "%s=fused: fbank takes the fused kernel for "
+			"n_fft 256 and more, not %u", MEL_CUDA_ENV_FFT,
+			c->p.n_fft);
 	else if (!strcmp(e, "fused"))
 		cu_set_err(c, "%s=fused: the fused kernel needs n_fft a power "
 			"of two in %u..%u, not %u", MEL_CUDA_ENV_FFT,

@@ -8,7 +8,9 @@
  *
  *   k_fused   framing + window -> shared-memory FFT -> power -> mel -> log
  *             -> cast -> store, and the record's max for top_db; one pass
- *             over device memory: samples in, features out.
+ *             over device memory: samples in, features out. With FB,
+ *             fbank: the team's first warp makes Kaldi's frame in shared
+ *             memory (md_kaldi_frame) before the FFT.
  *   k_frames  framing + window into cuFFT's input (cuFFT path)
  *   k_kaldi_frames  fbank's frames into cuFFT's input, the log energy into
  *             the output (cuFFT path; a warp per frame)
@@ -36,7 +38,7 @@ __device__ void team_max(float mx, int t, bool active, uint32_t *key)
 		atomicMax(key, md_fkey(mx));
 }
 
-template <int N, class IN>
+template <int N, class IN, bool FB>
 __global__ void __launch_bounds__(md_fused_block(N)) k_fused(mel_kargs a)
 {
 	constexpr int M = N / 2, T = md_fused_team(N);
@@ -50,8 +52,18 @@ __global__ void __launch_bounds__(md_fused_block(N)) k_fused(mel_kargs a)
 	md_frame fr = {};
 	float mx = -INFINITY;
 
-	if (active) {
+	if (active)
 		fr = md_locate(a, a.f0 + i);
+	if constexpr (FB) {
+		static_assert(md_fused_fbank_ok(N), "fbank: whole warps");
+		float *buf = (float *)sm[team][1];
+
+		if (active && t < 32)
+			md_kaldi_frame<md_team_warp, IN>(a, fr, t, buf);
+		POL::sync<T>();
+		if (active)
+			md_pairs_of<N, T>(buf, sm[team][0], t);
+	} else if (active) {
 		md_load_pairs<N, T, IN>(a, fr, t, sm[team][0]);
 	}
 	POL::sync<T>();
@@ -160,10 +172,20 @@ static cudaError_t launch_fused_n(const mel_kargs *a, cudaStream_t s)
 	constexpr int B = md_fused_block(N), FPB = B / md_fused_team(N);
 	unsigned int g = blocks_for(a->nf, FPB);
 
+	if constexpr (md_fused_fbank_ok(N)) {
+		if (a->fbank && a->in_dtype == REC_S16)
+			k_fused<N, int16_t, true><<<g, B, 0, s>>>(*a);
+		else if (a->fbank)
+			k_fused<N, float, true><<<g, B, 0, s>>>(*a);
+		if (a->fbank)
+			return cudaGetLastError();
+	} else if (a->fbank) {
+		return cudaErrorInvalidValue;
+	}
 	if (a->in_dtype == REC_S16)
-		k_fused<N, int16_t><<<g, B, 0, s>>>(*a);
+		k_fused<N, int16_t, false><<<g, B, 0, s>>>(*a);
 	else
-		k_fused<N, float><<<g, B, 0, s>>>(*a);
+		k_fused<N, float, false><<<g, B, 0, s>>>(*a);
 	return cudaGetLastError();
 }
 

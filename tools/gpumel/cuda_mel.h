@@ -121,6 +121,13 @@ static inline int mel_cuda_fused_ok(uint32_t n_fft)
 	       (n_fft & (n_fft - 1)) == 0;
 }
 
+/* Whether the fused kernel makes fbank's frames for n_fft: its teams
+ * (n_fft / 8 threads) must hold whole warps (md_fused_fbank_ok). */
+static inline int mel_cuda_fused_fbank_ok(uint32_t n_fft)
+{
+	return mel_cuda_fused_ok(n_fft) && n_fft >= 256;
+}
+
 /*
  * Launchers (cuda_kernels.cu): enqueue one kernel on stream s for a->nf
  * frames (a->nf > 0) and return cudaGetLastError()'s code (cudaSuccess,

@@ -782,6 +782,23 @@ MD void md_kaldi_frame(const mel_kargs &a, const md_frame &fr, int lane,
 		md_store(a, fr.out_off + fr.j, energy);
 }
 
+/* The fused kernel's fbank load phase, after md_kaldi_frame wrote the
+ * frame's N floats to buf: as md_load_pairs, the N / 2 complex points
+ * z[i] = (x[2i], x[2i+1]), point i stored at md_sw(i). */
+template <int N, int T>
+MD void md_pairs_of(const float *buf, float2 *z, int t)
+{
+	for (int i = t; i < N / 2; i += T)
+		z[md_sw(i)] = make_float2(buf[2 * i], buf[2 * i + 1]);
+}
+
+/* Whether the fused kernel makes fbank's frames for n_fft N: its team
+ * holds whole warps (md_kaldi_frame's team is the first warp). */
+__host__ __device__ constexpr bool md_fused_fbank_ok(int n)
+{
+	return md_fused_team(n) >= 32;
+}
+
 /*
  * MFCC: the coefficients of batch frame f, from its bands in the scratch
  * (bandsp: record r's [n_bands][n_frames] at frame_base[r] * n_bands),

@@ -49,8 +49,14 @@ static void emu_fused_n(const mel_kargs &a)
 		md_frame fr = md_locate(a, a.f0 + i);
 		float mx = -INFINITY;
 
-		for (int t = 0; t < T; t++)
-			md_load_pairs<N, T, IN>(a, fr, t, A);
+		if (a.fbank) {
+			md_kaldi_frame<md_team_one, IN>(a, fr, 0, (float *)B);
+			for (int t = 0; t < T; t++)
+				md_pairs_of<N, T>((const float *)B, A, t);
+		} else {
+			for (int t = 0; t < T; t++)
+				md_load_pairs<N, T, IN>(a, fr, t, A);
+		}
 		float2 *Z = md_fft<M, T, md_pol_host>(A, B, 0, true, tw);
 		float *P = (float *)(Z == A ? B : A);
 
