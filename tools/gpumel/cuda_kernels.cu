@@ -39,10 +39,11 @@ __device__ void team_max(float mx, int t, bool active, uint32_t *key)
 }
 
 template <int N, class IN, bool FB>
-__global__ void __launch_bounds__(md_fused_block(N)) k_fused(mel_kargs a)
+__global__ void __launch_bounds__(md_fused_block_of(N, FB))
+	k_fused(mel_kargs a)
 {
-	constexpr int M = N / 2, T = md_fused_team(N);
-	constexpr int FPB = md_fused_block(N) / T;
+	constexpr int M = N / 2, T = md_fused_team_of(N, FB);
+	constexpr int FPB = md_fused_block_of(N, FB) / T;
 	using POL = md_pol_dev;
 	__shared__ float2 sm[FPB][2][M];
 	const int team = threadIdx.x / T, t = threadIdx.x % T;
@@ -173,10 +174,14 @@ static cudaError_t launch_fused_n(const mel_kargs *a, cudaStream_t s)
 	unsigned int g = blocks_for(a->nf, FPB);
 
 	if constexpr (md_fused_fbank_ok(N)) {
+		constexpr int BF = md_fused_block_of(N, true);
+		unsigned int gf = blocks_for(a->nf,
+					     BF / md_fused_team_of(N, true));
+
 		if (a->fbank && a->in_dtype == REC_S16)
-			k_fused<N, int16_t, true><<<g, B, 0, s>>>(*a);
+			k_fused<N, int16_t, true><<<gf, BF, 0, s>>>(*a);
 		else if (a->fbank)
-			k_fused<N, float, true><<<g, B, 0, s>>>(*a);
+			k_fused<N, float, true><<<gf, BF, 0, s>>>(*a);
 		if (a->fbank)
 			return cudaGetLastError();
 	} else if (a->fbank) {

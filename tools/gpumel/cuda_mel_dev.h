@@ -799,6 +799,22 @@ __host__ __device__ constexpr bool md_fused_fbank_ok(int n)
 	return md_fused_team(n) >= 32;
 }
 
+/* The fused kernel's team for n_fft N: fbank's is one warp up to 1024
+ * (the warp that makes the Kaldi frame then does the FFT and the mels,
+ * with no barrier across warps and no warp waiting for it; four frames'
+ * buffers, 32 KB at 1024, fit a block's static shared memory), else
+ * md_fused_team's; and its block. */
+__host__ __device__ constexpr int md_fused_team_of(int n, bool fbank)
+{
+	return fbank && n <= 1024 ? 32 : md_fused_team(n);
+}
+
+__host__ __device__ constexpr int md_fused_block_of(int n, bool fbank)
+{
+	return md_fused_team_of(n, fbank) > MEL_FUSED_BLOCK ?
+		       md_fused_team_of(n, fbank) : MEL_FUSED_BLOCK;
+}
+
 /*
  * MFCC: the coefficients of batch frame f, from its bands in the scratch
  * (bandsp: record r's [n_bands][n_frames] at frame_base[r] * n_bands),

@@ -37,10 +37,10 @@ static void emu_key(const mel_kargs &a, uint32_t r, float mx)
 }
 
 /* k_fused over batch frames [a.f0, a.f0 + a.nf). */
-template <int N, class IN>
+template <int N, class IN, bool FB>
 static void emu_fused_n(const mel_kargs &a)
 {
-	constexpr int M = N / 2, T = md_fused_team(N);
+	constexpr int M = N / 2, T = md_fused_team_of(N, FB);
 	float2 *A = (float2 *)emu_alloc(M * sizeof(float2));
 	float2 *B = (float2 *)emu_alloc(M * sizeof(float2));
 	const float2 *tw = (const float2 *)a.tw;
@@ -78,10 +78,16 @@ static void emu_fused_n(const mel_kargs &a)
 template <int N>
 static void emu_fused_in(const mel_kargs &a)
 {
+	if constexpr (md_fused_fbank_ok(N)) {
+		if (a.fbank && a.in_dtype == REC_S16)
+			return emu_fused_n<N, int16_t, true>(a);
+		if (a.fbank)
+			return emu_fused_n<N, float, true>(a);
+	}
 	if (a.in_dtype == REC_S16)
-		emu_fused_n<N, int16_t>(a);
+		emu_fused_n<N, int16_t, false>(a);
 	else
-		emu_fused_n<N, float>(a);
+		emu_fused_n<N, float, false>(a);
 }
 
 int emu_fused(const mel_kargs &a)
