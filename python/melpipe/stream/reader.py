@@ -6,11 +6,12 @@ import struct
 
 from ._crc import crc32c
 from ._format import (DEFAULT_MAX_DATA, F_ZSTD, HDR_SIZE, MAGIC,
-                      MAX_META, PIECE, T_HEADER, T_TRAILER, T_WINDOWS,
+                      MAX_META, PIECE, T_HEADER, T_SOURCE, T_TRAILER,
+                      T_WINDOWS,
                       TRAILER_META, TYPE_NAMES, VERSION, ZstdError,
                       piece_flag_names, type_name, zstd)
-from ._rules import (StreamState, item_problem, parse_item,
-                     piece_flags_problem)
+from ._rules import (StreamState, _key_ok, item_problem, parse_item,
+                     piece_flags_problem, source_pairs_problem)
 
 
 class StreamError(Exception):
@@ -25,11 +26,6 @@ class StreamError(Exception):
                          % (record, offset, reason))
         self.code, self.record, self.offset = code, record, offset
         self.reason = reason
-
-
-def _key_ok(k):
-    return len(k) > 0 and all(0x61 <= c <= 0x7A or 0x30 <= c <= 0x39
-                              or c == 0x5F for c in k)
 
 
 class Reader:
@@ -103,6 +99,9 @@ class Reader:
         if rtype == T_WINDOWS and version < 2:
             self.fail("FORMAT", "a windows record marked format version "
                       "%d (windows records are version 2)" % version)
+        if rtype == T_SOURCE and version < 4:
+            self.fail("FORMAT", "a source record marked format version "
+                      "%d (source records are version 4)" % version)
         self._check_flags(rtype, flags, version)
         if reserved:
             self.fail("FORMAT", "reserved byte is 0x%02x, not 0" % reserved)
@@ -224,6 +223,8 @@ class Reader:
         it, why = parse_item(rtype, flags, meta)
         if why is None:
             why = item_problem(it, len(data))
+        if why is None and rtype == T_SOURCE:
+            why = source_pairs_problem(data)
         if why:
             self.fail("FORMAT", why)
         bad = self.state.order_problem(it)
