@@ -77,7 +77,7 @@ def item_line(labels, it):
 
 
 def dump(f, out, summary):
-    r = Reader(f)
+    r = Reader(f, sources=True)
     r.next_record()  # the header, or the reason why the stream has none
     for k, v in r.header:
         out.write("header %s=%s\n" % (k, escape(v, False)))

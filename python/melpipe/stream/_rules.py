@@ -22,13 +22,15 @@ class Item:
     records). index: its record number in the stream (the header is 0).
     A source record (type T_SOURCE, format version 4) is an Item too: its
     clip, label, split and key, and its payload key NUL value NUL pairs
-    (pairs(), source())."""
+    (pairs(), source()). src: the source record of the clip, on the
+    clip's first data record, where a Reader hands source records out
+    that way (sources=False); a Writer writes it before the record."""
 
     __slots__ = ("type", "flags", "clip", "offset", "clip_samples",
                  "segment", "label", "sample_rate", "split", "dtype",
                  "key_len", "dim0", "dim1", "key", "data", "index",
                  "win_len", "win_hop", "n_windows", "win_flags",
-                 "cut_short", "pieces")
+                 "cut_short", "pieces", "src")
 
     def __init__(self, type=T_AUDIO, data=b"", **fields):
         self.type, self.data, self.flags = type, bytes(data), 0
@@ -37,7 +39,7 @@ class Item:
         self.dtype = self.dim0 = self.dim1 = 0
         self.key, self.index = b"", None
         self.win_len = self.win_hop = self.n_windows = self.win_flags = 0
-        self.cut_short, self.pieces = False, 1
+        self.cut_short, self.pieces, self.src = False, 1, None
         for k, v in fields.items():
             setattr(self, k, v)
         if isinstance(self.key, str):
@@ -124,7 +126,7 @@ def parse_item(rtype, flags, meta):
                       % (type_name(rtype), len(meta), ITEM_META))
     it = Item.__new__(Item)
     it.type, it.flags, it.data, it.index = rtype, flags & PIECE, b"", None
-    it.cut_short, it.pieces = False, 1
+    it.cut_short, it.pieces, it.src = False, 1, None
     (it.clip, it.offset, it.clip_samples, it.segment, it.label,
      it.sample_rate, it.split, it.dtype, it.key_len, it.dim0,
      it.dim1) = struct.unpack_from(ITEM_FORMAT, meta)

@@ -111,9 +111,12 @@ class Writer:
         return self.write(Item(rtype, data, **fields))
 
     def write(self, it):
-        """Writes the data record it (an Item, as Reader gives them)."""
+        """Writes the data record it (an Item, as Reader gives them): its
+        source record (it.src) first, where it has one."""
         if self.closed:
             raise ValueError("the stream is closed")
+        if it.src is not None and it.type != T_SOURCE:
+            self.write(it.src)
         data = bytes(it.data)
         if len(data) > self.max_data:
             raise ValueError("payload of %d bytes over the cap of %d"
