@@ -20,10 +20,11 @@
 #include <stdint.h>
 
 /* The newest format version this library reads. A record's version byte
- * is the lowest version that defines it: 3 for pieces of an item (the
- * more and cont flags), 2 for windows records, 1 for all others, so a
- * stream without them stays readable by older readers. */
-#define REC_FORMAT_VERSION 3u
+ * is the lowest version that defines it: 4 for source records, 3 for
+ * pieces of an item (the more and cont flags), 2 for windows records, 1
+ * for all others, so a stream without them stays readable by older
+ * readers. */
+#define REC_FORMAT_VERSION 4u
 #define REC_MAGIC "MELP"          /* the first four bytes of every record */
 #define REC_HDR_SIZE 24u          /* fixed record header */
 #define REC_ITEM_META_SIZE 48u    /* fixed part of an item's metadata */
@@ -38,8 +39,11 @@ enum rec_type {
 	REC_T_FEATURES = 3, /* matrix: dim0 = n_mels, dim1 = n_frames, row-major */
 	REC_T_SKIPPED = 4,  /* an input that could not be used; data = reason */
 	REC_T_TRAILER = 5,
-	REC_T_WINDOWS = 6   /* samples as in audio, and n_windows windows of
+	REC_T_WINDOWS = 6,  /* samples as in audio, and n_windows windows of
 			       them described (format version 2) */
+	REC_T_SOURCE = 7    /* the input file as wavcat found it, right
+			       before its clip's first data record; data =
+			       key NUL value NUL pairs (format version 4) */
 };
 
 /* Windows flags. */
@@ -142,15 +146,20 @@ int rec_header_add_stage(rec_header *h, const char *prog,
 			 const char *version, int argc, char *const argv[]);
 
 /*
- * A data record. For the reader the pointers point into the reader's
- * buffers and stay valid until the next rec_read() or rec_reader_close().
- * key is NUL-terminated in that case (key_len excludes the NUL; a key
- * never contains a NUL). The payload of audio and features records is
- * 16-byte aligned, so it may be read as an array of its element type;
- * a skipped record's payload is its reason, text without a NUL.
+ * A data record, or a source record (REC_T_SOURCE), which rec_read()
+ * hands out and rec_write() takes the same way. For the reader the
+ * pointers point into the reader's buffers and stay valid until the next
+ * rec_read() or rec_reader_close(). key is NUL-terminated in that case
+ * (key_len excludes the NUL; a key never contains a NUL). The payload of
+ * audio and features records is 16-byte aligned, so it may be read as an
+ * array of its element type; a skipped record's payload is its reason,
+ * text without a NUL; a source record's is its pairs, each key NUL value
+ * NUL (rec_source_get()), and only its clip, label, split and key are
+ * set (its other fields are 0).
  */
 typedef struct rec_item {
-	int type;              /* REC_T_AUDIO, _WINDOWS, _FEATURES, _SKIPPED */
+	int type;              /* REC_T_AUDIO, _WINDOWS, _FEATURES, _SKIPPED,
+				  _SOURCE */
 	uint32_t flags;        /* REC_ITEM_MORE, REC_ITEM_CONT: a piece of an
 				  audio or features item; 0 for an item in
 				  one record and for the other types */
@@ -200,10 +209,16 @@ int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad);
 int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
 		    int (*fn)(const rec_item *window, void *arg), void *arg);
 
+/* The value of the first pair named key in the source record it (a
+ * NUL-terminated string inside it->data), or NULL when it has none or is
+ * not a source record. A stage that does not know a key ignores it. */
+const char *rec_source_get(const rec_item *it, const char *key);
+
 /* Trailer contents. */
 typedef struct rec_trailer {
-	uint64_t n_records;  /* data records (audio+windows+features+skipped),
-				each piece of an item counted */
+	uint64_t n_records;  /* records between header and trailer (audio,
+				windows, features, skipped and source), each
+				piece of an item counted */
 	uint64_t n_items;    /* audio+windows+features records, each piece
 				counted */
 	uint64_t n_skipped;  /* skipped records */
@@ -259,7 +274,8 @@ const rec_header *rec_reader_header(const rec_reader *r);
 int rec_read(rec_reader *r, rec_item *it);
 /* The trailer, valid after rec_read() returned REC_END. */
 const rec_trailer *rec_reader_trailer(const rec_reader *r);
-/* Bytes consumed so far / data records returned so far. */
+/* Bytes consumed so far / records returned so far (data and source
+ * records: the number of the last one read, the header being 0). */
 uint64_t rec_reader_offset(const rec_reader *r);
 uint64_t rec_reader_count(const rec_reader *r);
 /* With the data_crc option: 1 and *crc = the CRC32C of the payload of the
@@ -315,7 +331,9 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *h,
  * The record is checked as a reader would check it (type, dtype and
  * dims against data_len, split, key, clip/segment order, the pieces of
  * an item); a bad one is refused with REC_E_INVAL and a detail, and the
- * stream stays usable. A piece (it->flags) is written with version 3.
+ * stream stays usable. A piece (it->flags) is written with version 3, a
+ * source record with version 4 (checked as the reader checks it: its
+ * fields, its pairs, its place before its clip's first data record).
  * Write errors (REC_E_IO, REC_E_EPIPE) are final: every later call
  * returns them. */
 int rec_write(rec_writer *w, const rec_item *it);

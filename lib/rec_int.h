@@ -159,6 +159,24 @@ const char *rec_item_check(const rec_item *it, uint64_t data_len,
 const char *rec_order_refusal(uint64_t pclip, uint32_t pseg,
 			      const rec_item *it, char *buf, size_t size);
 
+struct rec_order;
+
+/* Source records (rec_source.c, format version 4). The rules of a
+ * source record's payload, its pairs (after rec_item_check(), which
+ * checks its fields): NULL or the reason. */
+const char *rec_source_pairs_check(const void *data, size_t len, char *buf,
+				   size_t size);
+/* Why the source record it may not come here, after the records o
+ * describes (REC_E_ORDER), or NULL. */
+const char *rec_source_place(const struct rec_order *o, const rec_item *it,
+			     char *buf, size_t size);
+/* Makes the source record it, accepted, the record before the next. */
+void rec_source_note(struct rec_order *o, const rec_item *it);
+/* For the data record right after a source record: why it may not come
+ * there (it is not of the source's clip), or NULL. */
+const char *rec_source_next(const struct rec_order *o, const rec_item *it,
+			    char *buf, size_t size);
+
 /* ------------------------------------------------------------------ */
 /* The order of records (rec_item.c) and the pieces of items (rec_piece.c) */
 
@@ -172,6 +190,9 @@ struct rec_order {
 	int have_prev;
 	uint64_t clip;
 	uint32_t segment;     /* the last segment the record before occupies */
+	int source;           /* the record before is a source record */
+	uint64_t source_clip; /* then its clip (clip and segment stay those
+				 of the data record before it) */
 	int open;             /* it was a piece flagged more */
 	rec_item piece;       /* then its fields, key pointing at key */
 	char *key;            /* MAX_KEY + 1 bytes, from the first piece on */
@@ -187,6 +208,8 @@ static inline const char *rec_order_after(const struct rec_order *o,
 					  const rec_item *it, char *buf,
 					  size_t size)
 {
+	if (o->source)
+		return rec_source_next(o, it, buf, size);
 	if (!o->have_prev || it->clip > o->clip ||
 	    (it->clip == o->clip && it->segment > o->segment))
 		return NULL;
@@ -198,6 +221,7 @@ static inline const char *rec_order_after(const struct rec_order *o,
 static inline void rec_order_note(struct rec_order *o, const rec_item *it)
 {
 	o->have_prev = 1;
+	o->source = 0;
 	o->clip = it->clip;
 	o->segment = item_last_segment(it);
 }

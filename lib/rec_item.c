@@ -139,6 +139,31 @@ int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
 	return REC_OK;
 }
 
+/* A source record sets clip, label, split and key only: its other
+ * fields are 0 (the samples are the clip's records', not the file's). */
+static const char *source_fields(const rec_item *it, char *buf, size_t size)
+{
+	const struct { const char *name; uint64_t v; } f[] = {
+		{ "offset", it->offset },
+		{ "clip_samples", it->clip_samples },
+		{ "segment", it->segment },
+		{ "sample_rate", it->sample_rate },
+		{ "dtype", (uint64_t)it->dtype },
+		{ "dim0", it->dim0 },
+		{ "dim1", it->dim1 },
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (f[i].v == 0)
+			continue;
+		snprintf(buf, size, "source record with %s %" PRIu64 " (only "
+			 "clip, label, split and key are set: the others are "
+			 "0)", f[i].name, f[i].v);
+		return buf;
+	}
+	return NULL;
+}
+
 const char *rec_item_check(const rec_item *it, uint64_t data_len,
 			   char *buf, size_t size)
 {
@@ -148,6 +173,8 @@ const char *rec_item_check(const rec_item *it, uint64_t data_len,
 	}
 	if (it->key && memchr(it->key, '\0', it->key_len))
 		return "key contains a NUL byte";
+	if (it->type == REC_T_SOURCE)
+		return source_fields(it, buf, size);
 	if (it->type == REC_T_SKIPPED) {
 		if (it->dtype != 0 || it->dim0 != 0 || it->dim1 != 0) {
 			snprintf(buf, size, "skipped record with dtype %d "

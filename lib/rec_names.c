@@ -69,6 +69,7 @@ const char *rec_type_name(int type)
 	case REC_T_SKIPPED: return "skipped";
 	case REC_T_TRAILER: return "trailer";
 	case REC_T_WINDOWS: return "windows";
+	case REC_T_SOURCE: return "source";
 	}
 	return "unknown";
 }

@@ -201,6 +201,12 @@ void rec_piece_note(struct rec_order *o, const rec_item *it)
 const char *rec_piece_end_check(const struct rec_order *o, char *buf,
 				size_t size)
 {
+	if (o->source) {
+		snprintf(buf, size, "the stream ends after the source record "
+			 "of clip %" PRIu64 " (a data record of its clip must "
+			 "follow a source record)", o->source_clip);
+		return buf;
+	}
 	if (!o->open)
 		return NULL;
 	snprintf(buf, size, "the stream ends after a piece of clip %" PRIu64
@@ -214,4 +220,5 @@ void rec_order_free(struct rec_order *o)
 	free(o->key);
 	o->key = NULL;
 	o->open = 0;
+	o->source = 0;
 }

@@ -261,11 +261,12 @@ static int rd_bad_magic(rec_reader *r, size_t n)
  * features records. (A table, so that the check is one branch.) */
 static unsigned allowed_flags(const struct rhdr *h)
 {
-	static const unsigned char by_type[REC_T_WINDOWS + 1] = {
+	static const unsigned char by_type[REC_T_SOURCE + 1] = {
 		[REC_T_AUDIO] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT,
 		[REC_T_FEATURES] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT,
 		[REC_T_SKIPPED] = REC_F_ZSTD,
 		[REC_T_WINDOWS] = REC_F_ZSTD,
+		[REC_T_SOURCE] = REC_F_ZSTD,
 	};
 
 	return by_type[h->type] & (h->version >= 3 ? 0xffu : REC_F_ZSTD);
@@ -311,13 +312,17 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 			       REC_FORMAT_VERSION);
 	if (h->version == 0)
 		return rd_fail(r, REC_E_FORMAT, "invalid format version 0");
-	if (h->type < REC_T_HEADER || h->type > REC_T_WINDOWS)
+	if (h->type < REC_T_HEADER || h->type > REC_T_SOURCE)
 		return rd_fail(r, REC_E_FORMAT, "unknown record type %u",
 			       h->type);
 	if (h->type == REC_T_WINDOWS && h->version < 2)
 		return rd_fail(r, REC_E_FORMAT, "a windows record marked "
 			       "format version %u (windows records are "
 			       "version 2)", h->version);
+	if (h->type == REC_T_SOURCE && h->version < 4)
+		return rd_fail(r, REC_E_FORMAT, "a source record marked "
+			       "format version %u (source records are "
+			       "version 4)", h->version);
 	if (h->flags & ~allowed_flags(h))
 		return rd_bad_flags(r, h);
 	if (h->reserved != 0)
@@ -526,9 +531,11 @@ static void item_meta_get(const unsigned char *p, rec_item *it)
 	it->dim1 = get32(p + 44);
 }
 
-/* Checks a data record's metadata and fills *it (but for data). */
+/* Checks a data or source record's metadata (and a source record's
+ * pairs, at data) and fills *it (but for data). */
 static int rd_check_item(rec_reader *r, const unsigned char *meta,
-			 const struct rhdr *h, rec_item *it)
+			 const unsigned char *data, const struct rhdr *h,
+			 rec_item *it)
 {
 	char why[256];
 	const char *bad;
@@ -558,6 +565,9 @@ static int rd_check_item(rec_reader *r, const unsigned char *meta,
 		it->win_flags = get32(wf + 12);
 	}
 	bad = rec_item_check(it, h->raw_len, why, sizeof(why));
+	if (bad == NULL && it->type == REC_T_SOURCE)
+		bad = rec_source_pairs_check(data, h->raw_len, why,
+					     sizeof(why));
 	if (bad)
 		return rd_fail(r, REC_E_FORMAT, "%s", bad);
 	return REC_OK;
@@ -573,7 +583,7 @@ static const unsigned char *rd_align(const rec_item *it, unsigned char *data)
 {
 	size_t mis = (uintptr_t)data % PAYLOAD_ALIGN;
 
-	if (mis == 0 || it->type == REC_T_SKIPPED)
+	if (mis == 0 || it->type == REC_T_SKIPPED || it->type == REC_T_SOURCE)
 		return data;
 	memmove(data - mis, data, it->data_len);
 	return data - mis;
@@ -674,7 +684,11 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 	const char *bad;
 	int err;
 
-	if (rec_order_pieces(&r->order, it)) {
+	if (it->type == REC_T_SOURCE) {
+		if ((bad = rec_source_place(&r->order, it, why, sizeof(why))))
+			return rd_fail(r, REC_E_ORDER, "%s", bad);
+		rec_source_note(&r->order, it);
+	} else if (rec_order_pieces(&r->order, it)) {
 		if ((err = rd_piece(r, it)))
 			return err;
 	} else if ((bad = rec_order_after(&r->order, it, why, sizeof(why)))) {
@@ -693,7 +707,7 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 	r->ndata++;
 	if (h->type == REC_T_SKIPPED)
 		r->nskipped++;
-	else
+	else if (h->type != REC_T_SOURCE)
 		r->nitems++;
 	return REC_OK;
 }
@@ -730,7 +744,7 @@ static int rd_record(rec_reader *r, rec_item *it)
 		err = rd_parse_header(r, meta, &h);
 	else if (h.type == REC_T_TRAILER)
 		err = rd_check_trailer(r, meta, &h);
-	else if (!(err = rd_check_item(r, meta, &h, it)))
+	else if (!(err = rd_check_item(r, meta, data, &h, it)))
 		err = rd_accept_item(r, &h, data, it);
 	if (err)
 		return err;

@@ -130,7 +130,8 @@ static void wr_seal(rec_writer *w, unsigned char *p, struct rhdr *h,
 	uint32_t crc;
 
 	/* the lowest version that defines the record */
-	h->version = h->flags & (REC_F_MORE | REC_F_CONT) ? 3
+	h->version = h->type == REC_T_SOURCE ? 4
+		     : h->flags & (REC_F_MORE | REC_F_CONT) ? 3
 		     : h->type == REC_T_WINDOWS ? 2 : 1;
 	h->reserved = 0;
 	h->crc = 0;
@@ -294,7 +295,8 @@ static size_t wr_compress(rec_writer *w, const void *src, size_t len)
 
 /* Checks an item as the reader will, so that a bad record is refused
  * where it is made rather than where it is read. */
-static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
+static int wr_check_item(rec_writer *w, const rec_item *it, const void *data,
+			 size_t data_len)
 {
 	char why[256];
 	const char *bad;
@@ -306,7 +308,8 @@ static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
 	if (it == NULL)
 		return wr_fail(w, REC_E_INVAL, "no record");
 	if (it->type != REC_T_AUDIO && it->type != REC_T_FEATURES &&
-	    it->type != REC_T_SKIPPED && it->type != REC_T_WINDOWS)
+	    it->type != REC_T_SKIPPED && it->type != REC_T_WINDOWS &&
+	    it->type != REC_T_SOURCE)
 		return wr_fail(w, REC_E_INVAL, "invalid record type %d",
 			       it->type);
 	if (it->key_len > MAX_KEY || (it->key_len && it->key == NULL))
@@ -316,9 +319,17 @@ static int wr_check_item(rec_writer *w, const rec_item *it, size_t data_len)
 		return wr_fail(w, REC_E_TOOBIG, "payload of %zu bytes (at "
 			       "most 4 GiB - 1)", data_len);
 	bad = rec_item_check(it, data_len, why, sizeof(why));
+	if (bad == NULL && it->type == REC_T_SOURCE)
+		bad = data || !data_len ? rec_source_pairs_check(data,
+				data_len, why, sizeof(why)) : "no payload";
 	if (bad)
 		return wr_fail(w, REC_E_INVAL, "%s", bad);
-	if (rec_order_pieces(&w->order, it)) {
+	if (it->type == REC_T_SOURCE) {
+		if ((bad = rec_piece_flags_refusal(it->type, it->flags, why,
+						   sizeof(why))) ||
+		    (bad = rec_source_place(&w->order, it, why, sizeof(why))))
+			return wr_fail(w, REC_E_INVAL, "%s", bad);
+	} else if (rec_order_pieces(&w->order, it)) {
 		if (rec_piece_check(&w->order, it, &bad, why, sizeof(why)))
 			return wr_fail(w, REC_E_INVAL, "%s", bad);
 		if (rec_piece_room(&w->order, it))
@@ -334,9 +345,11 @@ static void wr_count(rec_writer *w, const rec_item *it)
 	w->ndata++;
 	if (it->type == REC_T_SKIPPED)
 		w->nskipped++;
-	else
+	else if (it->type != REC_T_SOURCE)
 		w->nitems++;
-	if (rec_order_pieces(&w->order, it))
+	if (it->type == REC_T_SOURCE)
+		rec_source_note(&w->order, it);
+	else if (rec_order_pieces(&w->order, it))
 		rec_piece_note(&w->order, it);
 	else
 		rec_order_note(&w->order, it);
@@ -453,7 +466,8 @@ int rec_write(rec_writer *w, const rec_item *it)
 	if (w->reserved)
 		return wr_fail(w, REC_E_INVAL, "rec_write() during a "
 			       "reservation");
-	if ((err = wr_check_item(w, it, it ? it->data_len : 0)))
+	if ((err = wr_check_item(w, it, it ? it->data : NULL,
+				 it ? it->data_len : 0)))
 		return err;
 	if (it->data_len && it->data == NULL)
 		return wr_fail(w, REC_E_INVAL, "no payload");
@@ -538,7 +552,7 @@ int rec_write_commit(rec_writer *w, const rec_item *it)
 	if (!w->reserved)
 		return wr_fail(w, REC_E_INVAL, "commit without a reservation");
 	w->reserved = 0; /* whatever happens: a refused record is dropped */
-	err = wr_check_item(w, it, w->res_len);
+	err = wr_check_item(w, it, w->res_ptr, w->res_len);
 	if (err)
 		return err;
 	if (w->res_ptr == w->scratch)

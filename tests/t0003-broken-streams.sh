@@ -114,15 +114,17 @@ test_expect_success 'a stream cut anywhere is truncated' '
 '
 
 test_expect_success 'a newer format version is refused naming both versions' '
-	$FORGE set 0 version 4 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "format version 4 is newer than this reader.s version 3$" &&
+	$FORGE set 0 version 5 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "format version 5 is newer than this reader.s version 4$" &&
 	$FORGE set 5 version 7 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "format version 7 is newer"
 '
 
 test_expect_success 'unknown types and flags are refused even with a good CRC' '
+	$FORGE set 3 type 8 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "unknown record type 8$" &&
 	$FORGE set 3 type 7 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "unknown record type 7$" &&
+	refused bad.rec "a source record marked format version 1 (source records are version 4)$" &&
 	$FORGE set 3 type 6 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "a windows record marked format version 1 (windows records are version 2)$" &&
 	$FORGE set 3 flags 0x81 --fix-crc <good.rec >bad.rec &&
@@ -172,6 +174,26 @@ test_expect_success 'missing, repeated and reordered pieces of an item are found
 	refused bad.rec "a piece flagged cont at offset 240, not where the piece before ends (0 + 120)$" &&
 	$FORGE drop 6 <pieces.rec | $FORGE fix-trailer >bad.rec &&
 	refused bad.rec "the stream ends after a piece of clip 2 segment 0 flagged more (its item goes on)$"
+'
+
+test_expect_success 'repeated, moved and lone source records are found' '
+	cp "$TEST_DIRECTORY/golden/good-source.rec" source.rec &&
+	$FORGE dup 1 <source.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "a second source record for clip 0 (one per clip at most)$" &&
+	$FORGE swap 1 2 <source.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "source record of clip 0 after a record of clip 0 (a source record comes before its clip.s first data record)$" &&
+	$FORGE swap 3 4 <source.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "source record of clip 1 after a piece of clip 1 segment 0 flagged more (a source record comes before its clip.s first data record)$" &&
+	$FORGE drop 2 <source.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "source record of clip 1 right after the source record of clip 0 (a data record of its clip must follow a source record)$" &&
+	$FORGE drop 7 <source.rec | $FORGE fix-trailer >bad.rec &&
+	refused bad.rec "clip 3 segment 0 after the source record of clip 2 (a data record of its clip must follow a source record)$" &&
+	$FORGE drop 1 <source.rec >bad.rec &&
+	refused bad.rec "trailer counts 8 records (3 items, 2 skipped), the stream has 7 (3, 2)$" &&
+	$FORGE drop 1 <source.rec | $FORGE fix-trailer >fixed.rec &&
+	recdump -q fixed.rec &&
+	$FORGE set 1 version 3 --fix-crc <source.rec >bad.rec &&
+	refused bad.rec "a source record marked format version 3 (source records are version 4)$"
 '
 
 test_expect_success 'two streams run together are refused, not merged' '

@@ -183,19 +183,20 @@ test_expect_success 'summary line, and -q silences it' '
 	test ! -s err
 '
 
+# 3 clips: a source record and an audio record each
 test_expect_success '-v reports records, bytes and times' '
 	wavcat -v D >out.rec 2>err &&
-	test_grep "3 records, [0-9]* bytes" err &&
+	test_grep "6 records, [0-9]* bytes" err &&
 	test_grep "reading and decoding" err &&
 	test_grep "waiting for decoders" err &&
 	test_grep "writing output" err &&
 	test_grep "samples clipped" err &&
-	bytes=$(sed -n "s/.*3 records, \([0-9]*\) bytes.*/\1/p" err) &&
+	bytes=$(sed -n "s/.*6 records, \([0-9]*\) bytes.*/\1/p" err) &&
 	test "$bytes" = "$(wc -c <out.rec)"
 '
 
 test_expect_success 'the later of -q and -v wins' '
-	test_q_v_later_wins "3 records, [0-9]* bytes" wavcat D
+	test_q_v_later_wins "6 records, [0-9]* bytes" wavcat D
 '
 
 test_expect_success 'a reader that goes away: exit 1 with a message, no hang' '

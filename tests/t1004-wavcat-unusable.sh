@@ -140,11 +140,12 @@ with open(\"long.wav\", \"wb\") as f:
 	test_grep "done 2 clips, skipped 0" err &&
 	! grep "too long" err &&
 	test_grep "1 clip longer than 4194304 samples in 33 pieces" err &&
-	# 32 pieces of 2^22 samples, a last one of 1, then short.wav whole
+	# its source record, 32 pieces of 2^22 samples, a last one of 1,
+	# then the source record of short.wav and that clip whole
 	test $(grep -c "^[0-9]* audio clip=0 .*dims=4194304x1 piece=more" \
 		actual) = 32 &&
-	test_grep "^33 audio clip=0 .*offset=134217728 clip_samples=134217729 .*dims=1x1 piece=cont key=.long.wav" actual &&
-	test_grep "^34 audio clip=1 .*dims=16000x1 key=.short.wav" actual
+	test_grep "^34 audio clip=0 .*offset=134217728 clip_samples=134217729 .*dims=1x1 piece=cont key=.long.wav" actual &&
+	test_grep "^36 audio clip=1 .*dims=16000x1 key=.short.wav" actual
 '
 
 test_expect_success 'clips of silence and tiny clips are kept' '
@@ -200,9 +201,10 @@ test_expect_success 'longer than a record of f32: in pieces, and sets the rate' 
 	test_grep "sample rate 48000 Hz, from .long48k.flac." err &&
 	test_grep "done 1 clip, skipped 1" err &&
 	! grep "too long" err &&
-	# 86,400,000 samples: 20 pieces of 2^22 and a last of 2,513,920
+	# 86,400,000 samples: its source record, 20 pieces of 2^22 and a
+	# last of 2,513,920
 	test_grep "1 clip longer than 4194304 samples in 21 pieces" err &&
-	test_grep "^22 audio clip=1 .*offset=83886080 clip_samples=86400000 .*dtype=f32 dims=2513920x1 piece=cont" actual
+	test_grep "^23 audio clip=1 .*offset=83886080 clip_samples=86400000 .*dtype=f32 dims=2513920x1 piece=cont" actual
 '
 
 test_expect_success 'unusable inputs before the one that sets the rate: warned once' '

@@ -23,7 +23,7 @@ test_expect_success 'set up clips: WAV, FLAC, MP3, float stereo, short' '
 
 # The length of the only clip of a stream.
 clip_len() {
-	recdump "$1" | sed -n "s/^1 audio .* dims=\([0-9]*\)x1 .*/\1/p"
+	recdump "$1" | sed -n "s/^[0-9]* audio .* dims=\([0-9]*\)x1 .*/\1/p"
 }
 
 # For each clip and options: a stream in one record, and the same with
@@ -71,16 +71,16 @@ test_expect_success 'each clip in pieces of 1, 7, 1000, 4096, L, L - 1' '
 	test_grep "^p1.7.rec: 1 clips, 859 pieces$" same.out &&
 	# MP3, length unknown before the end: clip_samples 0 but last
 	recdump p13.1000.rec >mp3.out &&
-	test_grep "^1 audio .* offset=0 clip_samples=0 .*piece=more key" mp3.out &&
+	test_grep "^2 audio .* offset=0 clip_samples=0 .*piece=more key" mp3.out &&
 	test_grep "piece=cont key=.C/c.mp3.$" mp3.out &&
 	! grep "piece=more" mp3.out | grep -v " clip_samples=0 "
 '
 
 test_expect_success 'resampled: the length is known in every piece' '
 	recdump p3.1000.rec >rs.out &&
-	test_grep "^1 audio .*offset=0 clip_samples=9011 .*piece=more key" rs.out &&
+	test_grep "^2 audio .*offset=0 clip_samples=9011 .*piece=more key" rs.out &&
 	recdump p8.1000.rec >rs.out &&
-	test_grep "^1 audio .*offset=0 clip_samples=4354 .*piece=more key" rs.out
+	test_grep "^2 audio .*offset=0 clip_samples=4354 .*piece=more key" rs.out
 '
 
 test_expect_success 'a clip of exactly one piece is the same bytes' '
@@ -153,7 +153,7 @@ test_expect_success 'the output fails in the middle of a clip: exit 1' '
 test_expect_success 'the summary counts clips, samples and pieces' '
 	wavcat -v --piece-samples 1000 C/a.wav C/e.wav >/dev/null 2>err &&
 	test_grep "^wavcat: done 2 clips, skipped 0$" err &&
-	test_grep "^wavcat: 8 records, " err &&
+	test_grep "^wavcat: 10 records, " err &&
 	test_grep "^wavcat: 6307 samples; 1 clip longer than 1000 samples in 7 pieces$" err &&
 	test_grep "handing on pieces [0-9.]* s" err
 '
@@ -161,7 +161,7 @@ test_expect_success 'the summary counts clips, samples and pieces' '
 test_expect_success '--piece-samples: sizes, its limits, --help' '
 	wavcat -q --piece-samples 4K C/a.wav >k.rec &&
 	recdump k.rec >k.out &&
-	test_grep "^1 audio .*dims=4096x1 piece=more " k.out &&
+	test_grep "^2 audio .*dims=4096x1 piece=more " k.out &&
 	test_usage_error wavcat --piece-samples 0 C &&
 	test_usage_error wavcat --piece-samples x C &&
 	test_usage_error wavcat --piece-samples 129M C &&
@@ -196,11 +196,11 @@ test_expect_success 'NaN after some pieces: cut short there, the rest kept' '
 	recdump n.rec >n.out &&
 	test_grep "^wavcat: .X/nan.wav.: decoding failed after 0.2 s (2500 samples kept): NaN or infinite sample at frame 2500$" err &&
 	test_grep "^wavcat: done 1 clip whole and 1 cut short (kept up to the failure), skipped 0$" err &&
-	test_grep "^1 audio clip=0 .*dims=300x1 key=.C/e.wav.$" n.out &&
-	test_grep "^2 audio clip=1 .*offset=0 clip_samples=5000 .*dims=1000x1 piece=more key=.X/nan.wav.$" n.out &&
-	test_grep "^4 audio clip=1 .*offset=2000 clip_samples=5000 .*dims=500x1 piece=more,cont key=.X/nan.wav.$" n.out &&
-	test_grep "^5 skipped clip=1 clip_samples=2500 .*key=.X/nan.wav. reason=\"decoding failed after 0.2 s (2500 samples kept): NaN" n.out &&
-	test_grep "trailer records=5 items=4 skipped=1" n.out &&
+	test_grep "^2 audio clip=0 .*dims=300x1 key=.C/e.wav.$" n.out &&
+	test_grep "^4 audio clip=1 .*offset=0 clip_samples=5000 .*dims=1000x1 piece=more key=.X/nan.wav.$" n.out &&
+	test_grep "^6 audio clip=1 .*offset=2000 clip_samples=5000 .*dims=500x1 piece=more,cont key=.X/nan.wav.$" n.out &&
+	test_grep "^7 skipped clip=1 clip_samples=2500 .*key=.X/nan.wav. reason=\"decoding failed after 0.2 s (2500 samples kept): NaN" n.out &&
+	test_grep "trailer records=7 items=4 skipped=1" n.out &&
 	wavcat -q --piece-samples $WHOLE X/clean.wav >clean.w &&
 	$PC cut n.rec X/nan.wav 2500 --prefix-of clean.w
 '
@@ -208,8 +208,8 @@ test_expect_success 'NaN after some pieces: cut short there, the rest kept' '
 test_expect_success 'NaN on a piece boundary: no empty piece' '
 	wavcat -q --piece-samples 500 X/nan.wav >nb.rec &&
 	recdump nb.rec >nb.out &&
-	test_grep "^5 audio .*offset=2000 .*dims=500x1 piece=more,cont" nb.out &&
-	test_grep "^6 skipped .*clip_samples=2500" nb.out &&
+	test_grep "^6 audio .*offset=2000 .*dims=500x1 piece=more,cont" nb.out &&
+	test_grep "^7 skipped .*clip_samples=2500" nb.out &&
 	$PC cut nb.rec X/nan.wav 2500
 '
 
@@ -218,17 +218,17 @@ test_expect_success 'NaN within the first piece: skipped whole, as before' '
 	test_grep "^wavcat: .X/nan.wav.: NaN or infinite sample at frame 2500$" err &&
 	test_grep "^wavcat: done 1 clip, skipped 1$" err &&
 	recdump nw.rec >nw.out &&
-	test_grep "^2 skipped clip=1 clip_samples=0 .*key=.X/nan.wav" nw.out &&
+	test_grep "^4 skipped clip=1 clip_samples=0 .*key=.X/nan.wav" nw.out &&
 	wavcat -q --piece-samples 2600 X/nan.wav X/clean.wav >nw2.rec &&
 	recdump nw2.rec >nw2.out &&
-	test_grep "^3 skipped clip=1 clip_samples=0 .*key=.X/nan.wav" nw2.out
+	test_grep "^5 skipped clip=1 clip_samples=0 .*key=.X/nan.wav" nw2.out
 '
 
 test_expect_success 'cut short, resampled and padded: announced, then kept' '
 	wavcat -q --rate 8000 --samples 4000 --piece-samples 300 \
 		X/nan.wav >r.rec &&
 	recdump r.rec >r.out &&
-	test_grep "^1 audio .*offset=0 clip_samples=4000 .*piece=more key" r.out &&
+	test_grep "^2 audio .*offset=0 clip_samples=4000 .*piece=more key" r.out &&
 	$PC cut r.rec X/nan.wav any >reason &&
 	test_grep "^decoding failed after 0\.1 s ([0-9]* samples kept): NaN or infinite sample at frame 2500$" reason &&
 	wavcat -q --rate 8000 --samples 4000 --piece-samples $WHOLE \

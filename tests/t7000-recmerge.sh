@@ -135,9 +135,11 @@ test_expect_success 'a slow shard through process substitution: waited for, -v n
 		audio.3.2.rec" >slow.rec 2>slow.err &&
 	cat slow.err &&
 	$CHECK slow.rec audio.rec audio.3.0.rec audio.3.1.rec audio.3.2.rec &&
-	test_grep "shard 0/3 .audio.3.0.rec.: 5 clips, 5 records" slow.err &&
+	# records: those of each clip, and the source record of each clip whose
+	# file opened (all but the 2 skipped)
+	test_grep "shard 0/3 .audio.3.0.rec.: 5 clips, 9 records" slow.err &&
 	test_grep "waited most for shard 1/3 ./dev/fd/[0-9]*.: \\(0\\.[5-9]\\|[1-9]\\)" slow.err &&
-	test_grep "done: 14 clips from 3 shards in 14 records, skipped 2" \
+	test_grep "done: 14 clips from 3 shards in 26 records, skipped 2" \
 		slow.err
 '
 

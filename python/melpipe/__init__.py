@@ -16,7 +16,8 @@ import importlib
 
 __version__ = "0.1.0"
 
-_NAMES = {"MelDataset": "dataset", "Meta": "dataset", "Stats": "stats",
+_NAMES = {"MelDataset": "dataset", "Meta": "dataset", "ClipInfo": "dataset",
+          "Stats": "stats",
           "ChunkSampler": "sampler", "pad_batch": "collate",
           "FormatError": "_h5", "MissingFilterError": "_h5"}
 __all__ = sorted(_NAMES) + ["__version__"]

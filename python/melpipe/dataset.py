@@ -11,6 +11,10 @@ from . import _h5
 from .stats import Stats, stored_stats, streaming_stats
 
 Meta = collections.namedtuple("Meta", "path clip segment offset label")
+ClipInfo = collections.namedtuple(
+    "ClipInfo", "path label split n_samples sample_rate source_rate "
+    "source_channels")
+SPLIT_NAMES = ("none", "training", "validation", "testing")
 
 _torch = None
 
@@ -281,6 +285,26 @@ class MelDataset:
             self._paths = self._f["clips/path"][()]
         return Meta(_h5.text(self._paths[clip]), clip, int(g["segment"][i]),
                     int(g["offset"][i]), int(self._columns()["label"][i]))
+
+    def clip_info(self, clip):
+        """ClipInfo(path, label, split, n_samples, sample_rate,
+        source_rate, source_channels) of row clip of /clips (a row's
+        clip: meta(i).clip): the input file, its label id, split name,
+        samples and rate as stored (after wavcat's resampling), and the
+        file's own rate and channels before it, 0 where unknown (a
+        skipped input that could not be opened, or a file written before
+        h5pack stored them)."""
+        self._features()
+        c = self._f["clips"]
+        clip = int(clip)
+
+        def own(name):
+            return int(c[name][clip]) if name in c else 0
+        return ClipInfo(_h5.text(c["path"][clip]), int(c["label"][clip]),
+                        SPLIT_NAMES[int(c["split"][clip])],
+                        int(c["n_samples"][clip]),
+                        int(c["sample_rate"][clip]), own("source_rate"),
+                        own("source_channels"))
 
     # -- chunks, for ChunkSampler
 

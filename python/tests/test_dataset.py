@@ -229,3 +229,25 @@ def test_missing_filter_says_what_to_install(datasets, tmp_path):
     assert "HDF5 filter 32015 (zstd)" in out, out
     assert "pip install hdf5plugin" in out and "HDF5_PLUGIN_PATH" in out
     assert "/training/features" in out
+
+
+def test_clip_info_gives_the_files_own_rate(datasets, tmp_path):
+    """/clips/source_rate and source_channels (the input file's own,
+    from wavcat's source records) through MelDataset.clip_info(); 0 in a
+    file written before h5pack stored them."""
+    from conftest import RATE
+    path = datasets["feat-ragged", "none"]
+    ds = melpipe.MelDataset(path, "training")
+    m = ds.meta(0)
+    info = ds.clip_info(m.clip)
+    assert isinstance(info, melpipe.ClipInfo)
+    assert (info.path, info.label) == (m.path, m.label)
+    assert info.split == "training" and info.n_samples > 0
+    assert (info.sample_rate, info.source_rate, info.source_channels) == \
+        (RATE, RATE, 1)
+    old = str(tmp_path / "old.h5")
+    shutil.copy(path, old)
+    with h5py.File(old, "a") as f:
+        del f["clips/source_rate"], f["clips/source_channels"]
+    info = melpipe.MelDataset(old, "training").clip_info(m.clip)
+    assert (info.source_rate, info.source_channels) == (0, 0)

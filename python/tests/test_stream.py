@@ -46,7 +46,9 @@ def test_golden(name, want):
         data = f.read()
     if want is None:
         pairs, items, trailer = stream.read_stream(path)
-        assert trailer["n_records"] == len(items)
+        # (a source record comes with its clip's first record, as src)
+        assert trailer["n_records"] == len(items) + sum(
+            it.src is not None for it in items)
         assert trailer["n_skipped"] == sum(
             it.type == stream.T_SKIPPED for it in items)
         r = stream.Reader(io.BufferedReader(io.BytesIO(data), 5))
@@ -240,3 +242,47 @@ def test_reads_a_pipe_record_by_record(tmp_path):
     assert out.stderr.endswith("data after the trailer (another stream "
                                "follows: streams run together are not "
                                "merged)\n")
+
+
+def test_source_records():
+    """A source record (format version 4) goes with its clip's first
+    record (src), or comes as a record of its own with sources=True; the
+    Writer writes src before its record and refuses a misplaced one."""
+    buf = io.BytesIO()
+    with stream.Writer(buf, [("kind", "audio")]) as w:
+        w.item(stream.T_SOURCE, [("source_rate", "48000"),
+                                 ("source_channels", "2"),
+                                 ("source_format", "WAV PCM_16")],
+               clip=0, key="a.wav", label=-1)
+        w.item(stream.T_AUDIO, bytes(4), clip=0, key="a.wav", dtype=1,
+               dim0=2, dim1=1, clip_samples=2, sample_rate=16000)
+        w.item(stream.T_SKIPPED, "unable to decode", clip=1, key="b.wav")
+    data = buf.getvalue()
+    assert data[len(stream.record(stream.T_HEADER,
+                                  stream.header_meta([("kind", "audio")])))
+                + 6] == 4  # the source record's version byte
+    pairs, items, trailer = stream.read_stream(data)
+    assert [it.type for it in items] == [stream.T_AUDIO, stream.T_SKIPPED]
+    assert items[0].src.source() == {"source_rate": 48000,
+                                     "source_channels": 2,
+                                     "source_format": "WAV PCM_16"}
+    assert items[1].src is None
+    assert trailer["n_records"] == 3 and trailer["n_items"] == 1
+    _, recs, _ = stream.read_stream(data, sources=True)
+    assert [it.type for it in recs] == [7, 2, 4] and recs[1].src is None
+    out = io.BytesIO()
+    with stream.Writer(out, pairs) as w:
+        for it in items:
+            w.write(it)
+    assert out.getvalue() == data
+    w = stream.Writer(io.BytesIO())
+    w.write(recs[0])
+    with pytest.raises(ValueError, match="a second source record for clip"):
+        w.write(recs[0])
+    with pytest.raises(ValueError, match="after the source record of clip 0"):
+        w.item(stream.T_SKIPPED, "x", clip=1)
+    with pytest.raises(ValueError, match="ends after the source record"):
+        w.close()
+    with pytest.raises(ValueError, match="source record with sample_rate"):
+        stream.Writer(io.BytesIO()).item(stream.T_SOURCE, b"", clip=0,
+                                         sample_rate=8000)

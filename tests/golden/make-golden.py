@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "py"))
 
 import rec_stream as rs  # noqa: E402
 from rec_stream import (T_AUDIO, T_FEATURES, T_HEADER, T_SKIPPED,  # noqa
-                        T_TRAILER, T_WINDOWS, WIN_PAD, F_MORE, F_CONT,
+                        T_SOURCE, T_TRAILER, T_WINDOWS, WIN_PAD, F_MORE,
+                        F_CONT,
                         record, item_meta, header_meta, trailer_meta)
 
 GOOD = []   # (name, why)
@@ -263,6 +264,47 @@ def pieces_cut_short_stream():
     return b
 
 
+def source_pairs(rate, channels, frames=None, fmt="WAV PCM_16"):
+    """A source record's payload, as wavcat writes it."""
+    pairs = [("source_rate", rate), ("source_channels", channels)]
+    if frames is not None:
+        pairs.append(("source_frames", frames))
+    return header_meta(pairs + [("source_format", fmt)])
+
+
+def source_stream(zstd_level=0):
+    """Format version 4, wavcat-like (--rate 8000): each clip's source
+    record right before its first record: clip 0 from 48 kHz stereo,
+    whole; clip 1 at 8 kHz in two pieces; clip 2 opened (so its source
+    is known) but skipped; clip 3 not opened (no source record), skipped;
+    a source record with a key no reader knows yet."""
+    b = rs.Builder(pieces_pairs("audio", "s16", 4))
+    f = dict(label=1, split=1, key="yes/a.wav", sample_rate=0, dtype=0)
+    b.item(T_SOURCE, source_pairs(48000, 2, 480), clip=0, **f)
+    x = [round(v * 32767) for v in sine(80, 440, 8000)]
+    b.item(T_AUDIO, s16(x), zstd_level=zstd_level, clip=0, clip_samples=80,
+           label=1, sample_rate=8000, split=1, dtype=1, key="yes/a.wav",
+           dim0=80, dim1=1)
+    f.update(label=0, split=2, key="no/long.mp3")
+    b.item(T_SOURCE, source_pairs(8000, 1, None, "MPEG MPEG_LAYER_III") +
+           header_meta([("source_future", "a key no reader knows")]),
+           clip=1, **f)
+    g = dict(clip=1, label=0, sample_rate=8000, split=2, dtype=1,
+             key="no/long.mp3", dim1=1)
+    b.item(T_AUDIO, s16(x[:50]), zstd_level=zstd_level, piece=F_MORE,
+           dim0=50, **g)
+    b.item(T_AUDIO, s16(x[50:]), zstd_level=zstd_level, piece=F_CONT,
+           offset=50, clip_samples=80, dim0=30, **g)
+    f.update(split=3, key="no/late.flac")
+    b.item(T_SOURCE, source_pairs(16000, 1, 16000, "FLAC PCM_16"), clip=2,
+           **f)
+    b.item(T_SKIPPED, b"decoding failed: invalid frame", clip=2, label=0,
+           sample_rate=8000, split=3, key="no/late.flac")
+    b.item(T_SKIPPED, b"unable to decode: format not recognised", clip=3,
+           label=0, sample_rate=8000, split=3, key="no/junk.wav")
+    return b
+
+
 def write(name, data):
     with open(os.path.join(HERE, name), "wb") as f:
         f.write(data)
@@ -414,6 +456,13 @@ def make_good():
          "format version 3: an item cut short, two pieces flagged more "
          "then a skipped record of its clip and segment holding the "
          "samples kept; then a whole clip")
+    good("good-source.rec", source_stream().bytes(),
+         "format version 4, wavcat-like: a source record before each "
+         "clip's first record (a whole clip, a clip in pieces, a clip "
+         "skipped after it opened, with a pair no reader knows yet), and "
+         "none for a clip that could not be opened")
+    good("good-source-zstd.rec", source_stream(zstd_level=3).bytes(),
+         "the same with zstd-compressed audio payloads")
 
 
 def make_bad():
@@ -428,9 +477,9 @@ def make_bad():
     bad("bad-magic.rec", patched(a, 2, 0, "4s", b"MELQ", fix_crc=False),
         "MAGIC", 2, "bad magic", "a data record's magic changed: framing "
         "lost")
-    bad("bad-version.rec", patched(a, 0, 6, "B", 4), "VERSION", 0,
-        "format version 4 is newer than this reader's version 3",
-        "the header record says format version 4")
+    bad("bad-version.rec", patched(a, 0, 6, "B", 5), "VERSION", 0,
+        "format version 5 is newer than this reader's version 4",
+        "the header record says format version 5")
     bad("bad-version-0.rec", patched(a, 1, 6, "B", 0), "FORMAT", 1,
         "invalid format version 0", "a record with version 0")
     bad("bad-type.rec", patched(a, 1, 4, "B", 9), "FORMAT", 1,
@@ -574,6 +623,7 @@ def make_bad():
 
     make_bad_windows(hdr)
     make_bad_pieces(hdr)
+    make_bad_sources(hdr)
 
     # trailer
     bad("bad-trailer-count.rec",
@@ -751,6 +801,77 @@ def make_bad_pieces(hdr):
         with_trailer([hdr, piece(), last(clip_samples=0)]), "FORMAT", 2,
         "the last piece of an item with clip_samples 0", "the last piece "
         "does not give the clip's length")
+
+
+def make_bad_sources(hdr):
+    """Source records (format version 4) that each break one rule."""
+    def src(clip=0, data=None, **over):
+        f = dict(clip=clip, label=1, split=1, key="k.wav", sample_rate=0,
+                 dtype=0)
+        f.update(over)
+        flags = f.pop("piece", 0)
+        version = f.pop("version", None)
+        return record(T_SOURCE, item_meta(**f), source_pairs(16000, 1, 10)
+                      if data is None else data, flags=flags,
+                      version=version)
+
+    def audio(clip=0, **over):
+        f = dict(clip=clip, clip_samples=10, label=1, sample_rate=8000,
+                 split=1, dtype=1, key="k.wav", dim0=10, dim1=1)
+        f.update(over)
+        flags = f.pop("piece", 0)
+        return record(T_AUDIO, item_meta(**f), bytes(20), flags=flags)
+
+    bad("bad-source-version-3.rec", with_trailer([hdr, src(version=3),
+                                                  audio()]), "FORMAT", 1,
+        "a source record marked format version 3 (source records are "
+        "version 4)", "a source record whose version byte says 3")
+    bad("bad-source-flags.rec", with_trailer([hdr, src(piece=F_MORE),
+                                              audio()]), "FORMAT", 1,
+        "the more flag on a source record (only audio and features records "
+        "come in pieces)", "the more flag on a source record")
+    bad("bad-source-fields.rec",
+        with_trailer([hdr, src(sample_rate=16000), audio()]), "FORMAT", 1,
+        "source record with sample_rate 16000 (only clip, label, split and "
+        "key are set", "a source record with a sample rate: its rates are "
+        "in its pairs")
+    bad("bad-source-nul.rec",
+        with_trailer([hdr, src(data=b"source_rate\x0016000"), audio()]),
+        "FORMAT", 1, "source payload does not end with a NUL",
+        "the last pair's value is not NUL-terminated")
+    bad("bad-source-key.rec",
+        with_trailer([hdr, src(data=b"Rate\x0016000\x00"), audio()]),
+        "FORMAT", 1, "source pair 0 has an invalid key",
+        "a source key outside [a-z0-9_]")
+    bad("bad-source-odd.rec",
+        with_trailer([hdr, src(data=b"source_rate\x00"), audio()]),
+        "FORMAT", 1, "source key 'source_rate' has no value",
+        "a source key without a value")
+    bad("bad-source-two.rec", with_trailer([hdr, src(), src(), audio()]),
+        "ORDER", 2, "a second source record for clip 0 (one per clip at "
+        "most)", "two source records for one clip")
+    bad("bad-source-after-data.rec",
+        with_trailer([hdr, src(), audio(), src(), audio(segment=1)]),
+        "ORDER", 3, "source record of clip 0 after a record of clip 0 (a "
+        "source record comes before its clip's first data record)",
+        "a source record after its clip's data")
+    bad("bad-source-after-more.rec",
+        with_trailer([hdr, audio(piece=F_MORE, clip_samples=0), src(),
+                      audio(piece=F_CONT, offset=10, clip_samples=20)]),
+        "ORDER", 2, "source record of clip 0 after a piece of clip 0 "
+        "segment 0 flagged more", "a source record inside an item in "
+        "pieces, after a piece flagged more")
+    bad("bad-source-alone.rec", with_trailer([hdr, src(0), audio(1)]),
+        "ORDER", 2, "clip 1 segment 0 after the source record of clip 0 (a "
+        "data record of its clip must follow a source record)",
+        "a source record whose clip has no data record after it")
+    bad("bad-source-then-source.rec",
+        with_trailer([hdr, src(0), src(1), audio(1)]), "ORDER", 2,
+        "source record of clip 1 right after the source record of clip 0",
+        "two source records in a row for different clips")
+    bad("bad-source-trailer.rec", with_trailer([hdr, audio(), src(1)]),
+        "ORDER", 3, "the stream ends after the source record of clip 1",
+        "the stream ends right after a source record")
 
 
 # offset of the stream checksum inside a trailer record

@@ -174,7 +174,8 @@ def check_clips(f, items, pairs):
     expect(c["path"].shape == (n,), "clips: %s rows, want %d" % (
         c["path"].shape, n))
     expect(sorted(c.keys()) == ["label", "n_samples", "path", "sample_rate",
-                                "split"], "clips members %s" % list(c))
+                                "source_channels", "source_rate", "split"],
+           "clips members %s" % list(c))
     expect(c["split"].dtype == np.int8, "clips/split type")
     import h5py
     emap = h5py.check_enum_dtype(c["split"].dtype)
@@ -190,6 +191,12 @@ def check_clips(f, items, pairs):
                            ("sample_rate", "sample_rate")):
             expect(c[col][i] == it[field], "clip %d %s %s != %s" % (
                 i, col, c[col][i], it[field]))
+        # the file's own, from the clip's source record: 0 without one
+        for col in ("source_rate", "source_channels"):
+            v = it.get("source", {}).get(col, 0)
+            want = v if isinstance(v, int) and 0 < v < 1 << 31 else 0
+            expect(c[col][i] == want, "clip %d %s %s != %s" % (
+                i, col, c[col][i], want))
 
 
 def check_skipped(f, items):

@@ -41,6 +41,8 @@ def as_dict(it):
     handle: its fields and data, the window fields in windows records
     only."""
     d = {f: getattr(it, f) for f in ITEM_FIELDS}
+    if it.src is not None:  # the clip's source record, on its first
+        d["source"] = it.src.source()
     if it.type == T_WINDOWS:
         d.update((f, getattr(it, f)) for f in rs.WINDOW_FIELDS)
     return d

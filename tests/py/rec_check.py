@@ -94,8 +94,22 @@ def stats(it):
     return out + b" nan=%d inf=%d" % (np.isnan(v).sum(), np.isinf(v).sum())
 
 
+def source_line(labels, it):
+    """A source record: the clip's fields, then KEY="VALUE" a pair."""
+    line = b"%d source clip=%d label=%d" % (it.index, it.clip, it.label)
+    if 0 <= it.label < len(labels):
+        line += b"(" + escape(labels[it.label], False) + b")"
+    line += b" split=" + rs.SPLITS[it.split].encode()
+    line += b" key=" + escape(it.key, True)
+    for k, v in it.pairs():
+        line += b" " + k.encode() + b"=" + escape(v, True)
+    return line + b"\n"
+
+
 def item_line(pairs, it, want_stats):
     labels = [v for k, v in pairs if k == "label"]
+    if it.type == rs.T_SOURCE:
+        return source_line(labels, it)
     line = b"%d %s clip=%d" % (it.index, rs.TYPE_NAMES[it.type].encode(),
                                it.clip)
     if it.type != rs.T_SKIPPED:
@@ -128,6 +142,8 @@ def summary(pairs, records):
     """recdump --summary: an item in pieces counts once (as its first
     piece) in the totals per type, split and label."""
     labels = [v for k, v in pairs if k == "label"]
+    sources = [i for i in records if i.type == rs.T_SOURCE]
+    records = [i for i in records if i.type != rs.T_SOURCE]
     items = [i for i in records if not i.flags & rs.F_CONT]
     out = bytearray()
     for t in (rs.T_AUDIO, rs.T_FEATURES, rs.T_SKIPPED):
@@ -137,6 +153,8 @@ def summary(pairs, records):
     if windows:
         out += b"type windows %d\n" % len(windows)
         out += b"windows %d\n" % sum(i.n_windows for i in windows)
+    if sources:
+        out += b"type source %d\n" % len(sources)
     pieces = sum(1 for i in records if i.flags)
     if pieces:
         out += b"pieces %d\n" % pieces
@@ -153,7 +171,7 @@ def summary(pairs, records):
     other = sum(i.label >= len(labels) for i in items)
     if other:
         out += b"label unknown %d\n" % other
-    out += b"clips %d\n" % len(set(i.clip for i in records))
+    out += b"clips %d\n" % len(set(i.clip for i in records + sources))
     out += b"payload_bytes %d\n" % sum(len(i.data) for i in records)
     return bytes(out)
 
@@ -169,7 +187,8 @@ def main():
     data = (sys.stdin.buffer.read() if a.file == "-"
             else open(a.file, "rb").read())
     try:
-        pairs, items, trailer = rs.read_stream(data, a.max_record)
+        pairs, items, trailer = rs.read_stream(data, a.max_record,
+                                               sources=True)
     except rs.RecError as e:
         sys.stderr.write("rec_check: %s: %s\n" % (name, e))
         return 1

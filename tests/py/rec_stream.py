@@ -33,7 +33,8 @@ except ImportError:  # a script run by hand, outside the tests
 from melpipe.stream import (  # noqa: E402,F401 (names for the tests)
     DEFAULT_MAX_DATA, DTYPE_IDS, DTYPES, F_CONT, F_MORE, F_ZSTD, HDR_SIZE,
     ITEM_META, MAGIC, MAX_META, MAX_SEGMENT, PIECE, SPLITS, T_AUDIO,
-    T_FEATURES, T_HEADER, T_SKIPPED, T_TRAILER, T_WINDOWS, TYPE_NAMES,
+    T_FEATURES, T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER, T_WINDOWS,
+    TYPE_NAMES,
     VERSION, WIN_PAD, Item, Reader, Writer, crc32c, header_meta, record,
     split_records, trailer_fields, trailer_meta, type_version, window, zstd)
 from melpipe.stream import StreamError as RecError  # noqa: E402
@@ -44,10 +45,11 @@ from melpipe.stream import read_stream as _read_stream  # noqa: E402
 WINDOW_FIELDS = ("win_len", "win_hop", "n_windows", "win_flags")
 
 
-def read_stream(data, max_data=DEFAULT_MAX_DATA):
+def read_stream(data, max_data=DEFAULT_MAX_DATA, sources=False):
     """(header pairs, [Item], trailer dict) of a valid stream given as
-    bytes; RecError otherwise."""
-    return _read_stream(bytes(data), max_data)
+    bytes; RecError otherwise. sources: source records as records of
+    their own (else on their clip's first record, as src)."""
+    return _read_stream(bytes(data), max_data, sources)
 
 
 def join(items):

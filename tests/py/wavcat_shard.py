@@ -27,7 +27,7 @@ import rec_stream as rs  # noqa: E402
 def load(path):
     with open(path, "rb") as f:
         data = f.read()
-    pairs, items, trailer = rs.read_stream(data)
+    pairs, items, trailer = rs.read_stream(data, sources=True)
     raw = list(rs.split_records(data))[1:-1]
     if len(raw) != len(items):
         sys.exit("%s: %d records framed, %d read" % (path, len(raw),

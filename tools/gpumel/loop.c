@@ -82,7 +82,11 @@ static int write_entry(struct loop *lp, const struct hbatch *hb,
 		.key_len = e->key_len, .flags = e->flags,
 	};
 
-	if (e->skipped) {
+	if (e->skipped == ENTRY_SOURCE) {
+		it.type = REC_T_SOURCE;
+		it.data = hb->arena + e->text_off;
+		it.data_len = e->text_len;
+	} else if (e->skipped) {
 		it.type = REC_T_SKIPPED;
 		it.data = hb->arena + e->text_off;
 		it.data_len = e->text_len;

@@ -29,13 +29,17 @@
  * launch. */
 #define BATCH_BYTES (8u << 20)
 
+#define ENTRY_SOURCE 2 /* entry.skipped of a source record passed on */
+
 /* One record leaving in a batch, in stream order. */
 struct entry {
 	uint64_t clip, offset, clip_samples;
 	uint32_t segment, sample_rate;
 	int32_t label;
 	int split;
-	int skipped;           /* leaves as a skipped record (text: reason) */
+	int skipped;           /* leaves as a skipped record (text: reason),
+				  or as a source record (ENTRY_SOURCE, text:
+				  its pairs) */
 	uint32_t flags;        /* REC_ITEM_MORE, REC_ITEM_CONT: a features
 				  piece (pieces.c) */
 	size_t rec;            /* computed: index in the batch's mel_rec[] */

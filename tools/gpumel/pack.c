@@ -522,6 +522,11 @@ static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 	case REC_T_SKIPPED:
 		lp->st.skipped_in++;
 		return add_skipped_rec(lp, cur, it, it->data, it->data_len);
+	case REC_T_SOURCE: /* goes on unchanged, in its place */
+		if (add_skipped_rec(lp, cur, it, it->data, it->data_len))
+			return -1;
+		(*cur)->ent[(*cur)->n_ent - 1].skipped = ENTRY_SOURCE;
+		return 0;
 	default:
 		loop_fail(lp, "record %" PRIu64 " ('%.*s') is a %s record: "
 			  "gpumel reads audio streams",

@@ -248,12 +248,44 @@ static int skipped_rows(struct merge *m, struct shard_file *f, h5out *h,
 	return 0;
 }
 
+/* The source record of clip i, from its row of the shard's /clips, when
+ * the shard knows the file's rate or channels (0: unknown, no record). */
+static int source_record(struct shard_file *f, uint64_t row,
+			 const rec_item *clip, h5out *h)
+{
+	const int32_t *rate, *channels;
+	char pairs[64];
+	int len = 0;
+	rec_item it = *clip;
+
+	if (!f->has_source)
+		return 0;
+	rate = slab_row(f->name, &f->c_source_rate, row);
+	channels = slab_row(f->name, &f->c_source_channels, row);
+	if (!rate || !channels)
+		return -1;
+	if (*rate > 0)
+		len += snprintf(pairs + len, sizeof(pairs) - (size_t)len,
+				"source_rate%c%" PRId32 "%c", 0, *rate, 0);
+	if (*channels > 0)
+		len += snprintf(pairs + len, sizeof(pairs) - (size_t)len,
+				"source_channels%c%" PRId32 "%c", 0,
+				*channels, 0);
+	if (len == 0)
+		return 0;
+	it.type = REC_T_SOURCE;
+	it.data = pairs;
+	it.data_len = (size_t)len;
+	return h5out_add(h, &it);
+}
+
 static int merge_clip(struct merge *m, h5out *h, uint64_t i)
 {
 	struct shard_file *f = m->by_k[i % m->n];
 	rec_item clip;
 
-	if (clip_record(f, i, i / m->n, &clip))
+	if (clip_record(f, i, i / m->n, &clip) ||
+	    source_record(f, i / m->n, &clip, h))
 		return -1;
 	for (int s = 0; s < 4; s++)
 		if (f->g[s].present && group_rows(m, f, s, h, &clip))

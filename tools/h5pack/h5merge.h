@@ -50,6 +50,9 @@ struct shard_file {
 	uint32_t k;            /* shard K/N */
 	int ragged;
 	struct slab c_path, c_label, c_split, c_samples, c_rate;
+	int has_source;        /* /clips/source_rate and source_channels
+				  (absent from an older h5pack's file) */
+	struct slab c_source_rate, c_source_channels;
 	struct slab s_path, s_reason, s_clip;
 	uint64_t next_skipped;
 	struct sgroup g[4];    /* all, training, validation, testing */

@@ -50,6 +50,8 @@ int h5out_add(h5out *h, const rec_item *it)
 			 it->key, it->split);
 		return -1;
 	}
+	if (it->type == REC_T_SOURCE)
+		return note_source(h, it);
 	if (it->type == REC_T_SKIPPED)
 		return h->join.open && join_cut(h, it) ? -1
 						       : add_skipped(h, it);

@@ -19,7 +19,7 @@
 #include "h5out.h"
 
 #define TABLE_CHUNK 4096u       /* rows per chunk (and write) of a table */
-#define TABLE_MAXCOL 5
+#define TABLE_MAXCOL 7
 #define NO_ID ((hid_t)-1)
 
 /* A group's statistics (h5stats.c): per feature, Neumaier sums of the
@@ -125,6 +125,12 @@ struct h5out {
 	uint64_t clips_seen;
 	uint64_t missing;       /* clip indices passed over, never to come */
 	uint64_t first_missing;
+	/* The source record before the clip's first record (format
+	 * version 4): the file's own rate and channels for its /clips
+	 * row, 0 where unknown. */
+	int have_source;
+	uint64_t source_clip;
+	int32_t source_rate, source_channels;
 
 	struct chunkpool *pool; /* compression threads, or NULL */
 	size_t jobs;            /* its threads */
@@ -253,6 +259,9 @@ int write_labels(h5out *h, const rec_header *hdr);
  * records raise its n_samples to theirs, but a skipped record after the
  * clip's rows sets it (the samples kept of a clip cut short). */
 int note_clip(h5out *h, const rec_item *it);
+/* Keeps a source record's source_rate and source_channels for the row
+ * of /clips its clip's first record gives. */
+int note_source(h5out *h, const rec_item *it);
 int add_skipped(h5out *h, const rec_item *it);
 int check_clips(h5out *h);
 

@@ -239,9 +239,27 @@ static int check_version(const struct shard_file *f)
 	return 0;
 }
 
+/* The file's own rates and channels, when the shard has them. */
+static int open_source_columns(struct shard_file *f)
+{
+	htri_t has = H5Lexists(f->file, "clips/source_rate", H5P_DEFAULT);
+
+	if (has < 0)
+		return h5_fail_file(f->name, "read");
+	f->has_source = has > 0;
+	if (!f->has_source)
+		return 0;
+	return slab_open(f->name, f->file, &f->c_source_rate,
+			 "clips/source_rate", H5Tcopy(H5T_NATIVE_INT32)) ||
+	       slab_open(f->name, f->file, &f->c_source_channels,
+			 "clips/source_channels", H5Tcopy(H5T_NATIVE_INT32))
+	       ? -1 : 0;
+}
+
 static int open_tables(struct shard_file *f)
 {
-	return slab_open(f->name, f->file, &f->c_path, "clips/path",
+	return open_source_columns(f) ||
+	       slab_open(f->name, f->file, &f->c_path, "clips/path",
 			 h5attr_utf8_type()) ||
 	       slab_open(f->name, f->file, &f->c_label, "clips/label",
 			 H5Tcopy(H5T_NATIVE_INT32)) ||
@@ -336,7 +354,8 @@ int shard_open(struct shard_file *f)
 void shard_close(struct shard_file *f)
 {
 	struct slab *t[] = { &f->c_path, &f->c_label, &f->c_split,
-			     &f->c_samples, &f->c_rate, &f->s_path,
+			     &f->c_samples, &f->c_rate, &f->c_source_rate,
+			     &f->c_source_channels, &f->s_path,
 			     &f->s_reason, &f->s_clip };
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++)

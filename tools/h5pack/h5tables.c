@@ -3,6 +3,7 @@
  * /skipped, written a block of rows at a time as the stream goes; and the
  * clip accounting behind /clips (clip order, clips passed over).
  */
+#include <errno.h>
 #include <hdf5.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -14,7 +15,10 @@
 
 #define TABLE_TEXT (1u << 20)   /* text (paths, reasons) buffered a table */
 
-enum { CLIP_PATH, CLIP_LABEL, CLIP_SPLIT, CLIP_SAMPLES, CLIP_RATE };
+enum {
+	CLIP_PATH, CLIP_LABEL, CLIP_SPLIT, CLIP_SAMPLES, CLIP_RATE,
+	CLIP_SOURCE_RATE, CLIP_SOURCE_CHANNELS
+};
 enum { SKIP_PATH, SKIP_REASON, SKIP_CLIP };
 
 /* A fixed-size 1-D dataset of n elements written from buf (mtype). */
@@ -111,7 +115,11 @@ int table_init(h5out *h, struct table *t, int skipped)
 		      table_column(t, "n_samples", H5Tcopy(H5T_STD_I64LE),
 				   H5T_NATIVE_INT64, 8) ||
 		      table_column(t, "sample_rate", H5Tcopy(H5T_STD_I32LE),
-				   H5T_NATIVE_INT32, 4);
+				   H5T_NATIVE_INT32, 4) ||
+		      table_column(t, "source_rate", H5Tcopy(H5T_STD_I32LE),
+				   H5T_NATIVE_INT32, 4) ||
+		      table_column(t, "source_channels",
+				   H5Tcopy(H5T_STD_I32LE), H5T_NATIVE_INT32, 4);
 	if (!err)
 		return 0;
 	for (int i = 0; i < t->ncol; i++)
@@ -272,7 +280,11 @@ static int clip_row(h5out *h, const rec_item *it)
 	int64_t n_samples = (int64_t)it->clip_samples;
 	int32_t rate = (int32_t)it->sample_rate;
 	int8_t split = (int8_t)it->split;
+	int src = h->have_source && h->source_clip == it->clip;
+	int32_t src_rate = src ? h->source_rate : 0;
+	int32_t src_channels = src ? h->source_channels : 0;
 
+	h->have_source = 0;
 	if (table_reserve(h, t, (size_t)it->key_len + 1))
 		return -1;
 	path = table_text(t, it->key, it->key_len);
@@ -281,6 +293,8 @@ static int clip_row(h5out *h, const rec_item *it)
 	table_put(t, CLIP_SPLIT, &split);
 	table_put(t, CLIP_SAMPLES, &n_samples);
 	table_put(t, CLIP_RATE, &rate);
+	table_put(t, CLIP_SOURCE_RATE, &src_rate);
+	table_put(t, CLIP_SOURCE_CHANNELS, &src_channels);
 	return table_next(h, t);
 }
 
@@ -404,6 +418,32 @@ int note_clip(h5out *h, const rec_item *it)
 	h->clip_rows = it->type != REC_T_SKIPPED;
 	h->clip_cut = 0;
 	return h->missing ? 0 : clip_row(h, it);
+}
+
+/* A source pair's value as a count: a decimal from 1 to 2^31 - 1, else
+ * 0 (unknown: the pair is absent, or not a number h5pack can store). */
+static int32_t source_count(const rec_item *it, const char *key)
+{
+	const char *v = rec_source_get(it, key);
+	char *end;
+	long long n;
+
+	if (v == NULL || *v < '0' || *v > '9')
+		return 0;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno || *end || n < 1 || n > INT32_MAX)
+		return 0;
+	return (int32_t)n;
+}
+
+int note_source(h5out *h, const rec_item *it)
+{
+	h->have_source = 1;
+	h->source_clip = it->clip;
+	h->source_rate = source_count(it, "source_rate");
+	h->source_channels = source_count(it, "source_channels");
+	return 0;
 }
 
 int add_skipped(h5out *h, const rec_item *it)

@@ -37,7 +37,7 @@ struct opts {
 /* Totals for --summary. An item in pieces counts once in the totals
  * per type, split and label, as its first piece. */
 struct totals {
-	uint64_t by_type[REC_T_WINDOWS + 1];
+	uint64_t by_type[REC_T_SOURCE + 1];
 	uint64_t windows;       /* windows the windows records describe */
 	uint64_t pieces;        /* records that are pieces of an item */
 	uint64_t cut_short;     /* skipped records that end an item early */
@@ -71,6 +71,9 @@ static void usage(FILE *f)
 "piece=more (the first), piece=more,cont (a middle one) or piece=cont\n"
 "(the last); --summary counts such an item once in its totals, and the\n"
 "pieces and the items cut short (ended by a skipped record) apart.\n"
+"A source record (format version 4: the input file as wavcat found it,\n"
+"before its clip's first data record) shows the clip's fields and its\n"
+"pairs, source_rate=\"48000\" and so on; --summary counts them apart.\n"
 "\n"
 "Options:\n"
 "  -h, --help            show this help and exit\n"
@@ -305,8 +308,36 @@ static const char *type_name(int type)
 	case REC_T_FEATURES: return "features";
 	case REC_T_SKIPPED: return "skipped";
 	case REC_T_WINDOWS: return "windows";
+	case REC_T_SOURCE: return "source";
 	}
 	return "unknown";
+}
+
+/* A source record: the clip's fields, then each of its pairs as
+ * KEY="VALUE". */
+static void print_source(const rec_header *h, const rec_item *it,
+			 uint64_t index)
+{
+	const char *lname = label_name(h, it->label);
+	const char *p = it->data, *end = p + it->data_len;
+
+	printf("%" PRIu64 " source clip=%" PRIu64 " label=%" PRId32, index,
+	       it->clip, it->label);
+	if (lname) {
+		putchar('(');
+		put_escaped(stdout, lname, strlen(lname), 0);
+		putchar(')');
+	}
+	printf(" split=%s key=", rec_split_name(it->split));
+	put_escaped(stdout, it->key, it->key_len, 1);
+	while (it->data_len && p < end) { /* pairs checked by the reader */
+		const char *v = p + strlen(p) + 1;
+
+		printf(" %s=", p);
+		put_escaped(stdout, v, strlen(v), 1);
+		p = v + strlen(v) + 1;
+	}
+	putchar('\n');
 }
 
 static void print_item(const rec_header *h, const rec_item *it,
@@ -314,6 +345,10 @@ static void print_item(const rec_header *h, const rec_item *it,
 {
 	const char *lname = label_name(h, it->label);
 
+	if (it->type == REC_T_SOURCE) {
+		print_source(h, it, index);
+		return;
+	}
 	printf("%" PRIu64 " %s clip=%" PRIu64, index, type_name(it->type),
 	       it->clip);
 	if (it->type != REC_T_SKIPPED)
@@ -376,6 +411,10 @@ static void totals_add(struct totals *t, const rec_item *it)
 	if (t->clips == 0 || it->clip != t->last_clip)
 		t->clips++;
 	t->last_clip = it->clip;
+	if (it->type == REC_T_SOURCE) { /* not an item: counted apart */
+		t->by_type[REC_T_SOURCE]++;
+		return;
+	}
 	t->payload_bytes += it->data_len;
 	t->pieces += rec_item_is_piece(it);
 	t->cut_short += t->open && it->type == REC_T_SKIPPED;
@@ -406,6 +445,8 @@ static void totals_print(const struct totals *t, const rec_header *h)
 		       t->by_type[REC_T_WINDOWS]);
 		printf("windows %" PRIu64 "\n", t->windows);
 	}
+	if (t->by_type[REC_T_SOURCE])
+		printf("type source %" PRIu64 "\n", t->by_type[REC_T_SOURCE]);
 	if (t->pieces) {
 		printf("pieces %" PRIu64 "\n", t->pieces);
 		printf("cut_short %" PRIu64 "\n", t->cut_short);

@@ -384,6 +384,15 @@ static int pass_skipped(struct cut_ctx *c, const rec_item *in)
 	return err ? write_failed(c->w, rec_strerror(err)) : 0;
 }
 
+/* A source record goes on unchanged, before the clip's first record
+ * (it comes after the item before has ended: nothing is held back). */
+static int pass_source(struct cut_ctx *c, const rec_item *in)
+{
+	int err = rec_write(c->w, in);
+
+	return err ? write_failed(c->w, rec_strerror(err)) : 0;
+}
+
 /* What the loop keeps from record to record: the buffer of a padded
  * parent window, the item in pieces being cut. */
 struct scratch {
@@ -392,8 +401,9 @@ struct scratch {
 	struct piece_cut *pc;
 };
 
-/* One data record: cut audio (whole or in pieces) and windows, pass
- * skipped on (or end an item cut short with it), refuse anything else. */
+/* One record: cut audio (whole or in pieces) and windows, pass skipped
+ * (or end an item cut short with it) and source records on, refuse
+ * anything else. */
 static int handle_record(rec_reader *r, struct cut_ctx *c,
 			 const rec_item *it, struct scratch *sc)
 {
@@ -407,6 +417,8 @@ static int handle_record(rec_reader *r, struct cut_ctx *c,
 	}
 	if (it->type == REC_T_WINDOWS)
 		return cut_windows(c, it, &sc->pad, &sc->cap);
+	if (it->type == REC_T_SOURCE)
+		return pass_source(c, it);
 	if (it->type != REC_T_AUDIO) {
 		prog_err("'%.*s': not an audio record (type %d): segment "
 			 "cuts audio streams", (int)it->key_len, it->key,

@@ -366,6 +366,7 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	out->clipped = 0;
 	out->fitted = 0;
 	out->reason[0] = '\0';
+	out->source_len = 0;
 	fd = open_regular(path, &st, out);
 	if (fd < 0)
 		goto done;
@@ -379,8 +380,10 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	if (sf == NULL)
 		goto close_fd;
 	d->t_read += prog_now() - t0;
-	if (check_info(&info, out) == 0)
+	if (check_info(&info, out) == 0) {
+		describe_source(&info, out);
 		decode_sf(d, sf, &info, &v, &ws, out, emit, ctx);
+	}
 	t0 = prog_now();
 	sf_close(sf);
 close_fd:

@@ -85,6 +85,10 @@ int wav_check(const struct vio *v, struct decoded *out,
 	      struct wav_short *ws);
 SNDFILE *open_sf(struct vio *v, SF_INFO *info, struct decoded *out);
 int check_info(const SF_INFO *info, struct decoded *out);
+/* Describes the file info says (checked by check_info()) in out's
+ * source pairs: source_rate, source_channels, source_frames (not for
+ * MPEG, whose count libsndfile estimates) and source_format. */
+void describe_source(const SF_INFO *info, struct decoded *out);
 void tidy_sf_error(char *dst, size_t size, const char *msg);
 
 /* resample.c */

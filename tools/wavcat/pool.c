@@ -114,6 +114,7 @@ static void decode_clip(struct worker *w, struct job *j)
 		out->clip_samples = 0;
 		out->clipped = 0;
 		out->fitted = 0;
+		out->source_len = 0;
 		snprintf(out->reason, sizeof(out->reason), "%s", j->clip.skip);
 		return;
 	}

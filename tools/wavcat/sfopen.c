@@ -302,6 +302,100 @@ int check_info(const SF_INFO *info, struct decoded *out)
 	return 0;
 }
 
+/* libsndfile's names of its major formats and subtypes, as sndfile.h
+ * spells them without SF_FORMAT_. */
+static const char *major_name(int major)
+{
+	static const struct { int v; const char *name; } t[] = {
+		{ SF_FORMAT_WAV, "WAV" }, { SF_FORMAT_AIFF, "AIFF" },
+		{ SF_FORMAT_AU, "AU" }, { SF_FORMAT_RAW, "RAW" },
+		{ SF_FORMAT_PAF, "PAF" }, { SF_FORMAT_SVX, "SVX" },
+		{ SF_FORMAT_NIST, "NIST" }, { SF_FORMAT_VOC, "VOC" },
+		{ SF_FORMAT_IRCAM, "IRCAM" }, { SF_FORMAT_W64, "W64" },
+		{ SF_FORMAT_MAT4, "MAT4" }, { SF_FORMAT_MAT5, "MAT5" },
+		{ SF_FORMAT_PVF, "PVF" }, { SF_FORMAT_XI, "XI" },
+		{ SF_FORMAT_HTK, "HTK" }, { SF_FORMAT_SDS, "SDS" },
+		{ SF_FORMAT_AVR, "AVR" }, { SF_FORMAT_WAVEX, "WAVEX" },
+		{ SF_FORMAT_SD2, "SD2" }, { SF_FORMAT_FLAC, "FLAC" },
+		{ SF_FORMAT_CAF, "CAF" }, { SF_FORMAT_WVE, "WVE" },
+		{ SF_FORMAT_OGG, "OGG" }, { SF_FORMAT_MPC2K, "MPC2K" },
+		{ SF_FORMAT_RF64, "RF64" }, { SF_FORMAT_MPEG, "MPEG" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].v == major)
+			return t[i].name;
+	return NULL;
+}
+
+static const char *subtype_name(int sub)
+{
+	static const struct { int v; const char *name; } t[] = {
+		{ SF_FORMAT_PCM_S8, "PCM_S8" }, { SF_FORMAT_PCM_16, "PCM_16" },
+		{ SF_FORMAT_PCM_24, "PCM_24" }, { SF_FORMAT_PCM_32, "PCM_32" },
+		{ SF_FORMAT_PCM_U8, "PCM_U8" }, { SF_FORMAT_FLOAT, "FLOAT" },
+		{ SF_FORMAT_DOUBLE, "DOUBLE" }, { SF_FORMAT_ULAW, "ULAW" },
+		{ SF_FORMAT_ALAW, "ALAW" },
+		{ SF_FORMAT_IMA_ADPCM, "IMA_ADPCM" },
+		{ SF_FORMAT_MS_ADPCM, "MS_ADPCM" },
+		{ SF_FORMAT_GSM610, "GSM610" },
+		{ SF_FORMAT_VOX_ADPCM, "VOX_ADPCM" },
+		{ SF_FORMAT_VORBIS, "VORBIS" }, { SF_FORMAT_OPUS, "OPUS" },
+		{ SF_FORMAT_ALAC_16, "ALAC_16" },
+		{ SF_FORMAT_ALAC_20, "ALAC_20" },
+		{ SF_FORMAT_ALAC_24, "ALAC_24" },
+		{ SF_FORMAT_ALAC_32, "ALAC_32" },
+		{ SF_FORMAT_MPEG_LAYER_I, "MPEG_LAYER_I" },
+		{ SF_FORMAT_MPEG_LAYER_II, "MPEG_LAYER_II" },
+		{ SF_FORMAT_MPEG_LAYER_III, "MPEG_LAYER_III" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].v == sub)
+			return t[i].name;
+	return NULL;
+}
+
+/* Appends key NUL value NUL to out's source pairs (always fits: the
+ * values are short). */
+static void source_pair(struct decoded *out, const char *key,
+			const char *value)
+{
+	size_t kl = strlen(key) + 1, vl = strlen(value) + 1;
+
+	if (out->source_len + kl + vl > sizeof(out->source))
+		return;
+	memcpy(out->source + out->source_len, key, kl);
+	memcpy(out->source + out->source_len + kl, value, vl);
+	out->source_len += kl + vl;
+}
+
+void describe_source(const SF_INFO *info, struct decoded *out)
+{
+	int major = info->format & SF_FORMAT_TYPEMASK;
+	const char *mname = major_name(major);
+	const char *sname = subtype_name(info->format & SF_FORMAT_SUBMASK);
+	char v[64];
+
+	out->source_len = 0;
+	snprintf(v, sizeof(v), "%d", info->samplerate);
+	source_pair(out, "source_rate", v);
+	snprintf(v, sizeof(v), "%d", info->channels);
+	source_pair(out, "source_channels", v);
+	if (major != SF_FORMAT_MPEG) {
+		snprintf(v, sizeof(v), "%lld", (long long)info->frames);
+		source_pair(out, "source_frames", v);
+	}
+	if (mname && sname)
+		snprintf(v, sizeof(v), "%s %s", mname, sname);
+	else if (mname)
+		snprintf(v, sizeof(v), "%s 0x%04x", mname,
+			 info->format & SF_FORMAT_SUBMASK);
+	else
+		snprintf(v, sizeof(v), "0x%08x", info->format);
+	source_pair(out, "source_format", v);
+}
+
 /* Opens path as a regular file without ever blocking on a fifo or
  * touching a device. Returns the descriptor or -1 with the reason. */
 int open_regular(const char *path, struct stat *st, struct decoded *out)

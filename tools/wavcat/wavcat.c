@@ -317,6 +317,23 @@ static int put_samples(struct run *r, uint64_t i, const struct clip *c,
 	return put(r, &it, &d->crc);
 }
 
+/* Writes the source record of clip c (number i), the file as d says
+ * libsndfile found it, before the clip's first record: none when the
+ * file could not be opened. */
+static int put_source(struct run *r, uint64_t i, const struct clip *c,
+		      const struct decoded *d)
+{
+	rec_item it = clip_item(r, i, c);
+
+	if (d->source_len == 0)
+		return 0;
+	it.type = REC_T_SOURCE;
+	it.sample_rate = 0;
+	it.data = d->source;
+	it.data_len = d->source_len;
+	return put(r, &it, NULL);
+}
+
 /* Writes the skipped record of clip c (number i) that says why: the
  * clip itself, or the end of one cut short after kept samples. */
 static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
@@ -366,12 +383,18 @@ static int write_clip(struct run *r, uint64_t n)
 			break;
 		flags = REC_ITEM_MORE | (j->piece.offset ? REC_ITEM_CONT : 0);
 		r->n_pieced += j->piece.offset == 0;
-		err = put_samples(r, i, &j->clip, &j->piece, flags);
+		err = j->piece.offset ? 0 : put_source(r, i, &j->clip,
+						       &j->piece);
+		if (!err)
+			err = put_samples(r, i, &j->clip, &j->piece, flags);
 		pool_piece_done(r->pool, n);
 		if (err)
 			return -1;
 	}
-	if (j->out.status != DEC_OK) {
+	/* a clip in one record, or skipped whole: its source first */
+	if (j->out.offset == 0 && put_source(r, i, &j->clip, &j->out)) {
+		err = -1;
+	} else if (j->out.status != DEC_OK) {
 		err = put_skipped(r, i, &j->clip, &j->out);
 	} else {
 		r->n_ok++;

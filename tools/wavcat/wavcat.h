@@ -286,6 +286,12 @@ struct decoded {
 				+1 padded to it, -1 trimmed, 0 neither */
 	uint32_t crc;        /* CRC32C of the n samples' bytes */
 	char reason[256];
+	/* The file as libsndfile found it, once opened: the payload of the
+	 * clip's source record (formats/record.md), key NUL value NUL
+	 * pairs; source_len 0 when the file could not be opened (no
+	 * source record then). Pieces carry it too. */
+	char source[192];
+	size_t source_len;
 };
 
 /* Where the pieces of a clip longer than piece_samples go. Called with

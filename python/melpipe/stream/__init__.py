@@ -1,5 +1,5 @@
 """melpipe.stream - the melpipe record stream (formats/record.md, format
-versions 1 to 3) in Python: a reader that checks every rule in the
+versions 1 to 4) in Python: a reader that checks every rule in the
 spec's order and says where and why a stream is refused, as lib/rec
 does; a writer; windows records expanded into the audio records they
 stand for, and items in pieces joined.
@@ -22,7 +22,8 @@ from ._crc import crc32c
 from ._format import (DEFAULT_MAX_DATA, DTYPE_IDS, DTYPES, F_CONT, F_MORE,
                       F_ZSTD, HDR_SIZE, ITEM_META, MAGIC, MAX_META,
                       MAX_SEGMENT, PIECE, SPLITS, T_AUDIO, T_FEATURES,
-                      T_HEADER, T_SKIPPED, T_TRAILER, T_WINDOWS, TYPE_NAMES,
+                      T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER, T_WINDOWS,
+                      TYPE_NAMES,
                       VERSION, WIN_PAD, type_version, zstd)
 from ._rules import Item
 from .items import expand, join, window
@@ -36,5 +37,6 @@ __all__ = ["Reader", "StreamError", "read_stream", "split_records",
            "type_version", "MAGIC", "VERSION", "HDR_SIZE", "ITEM_META",
            "MAX_META", "MAX_SEGMENT", "DEFAULT_MAX_DATA", "DTYPES",
            "DTYPE_IDS", "SPLITS", "TYPE_NAMES", "T_HEADER", "T_AUDIO",
-           "T_FEATURES", "T_SKIPPED", "T_TRAILER", "T_WINDOWS", "F_ZSTD",
+           "T_FEATURES", "T_SKIPPED", "T_TRAILER", "T_WINDOWS", "T_SOURCE",
+           "F_ZSTD",
            "F_MORE", "F_CONT", "PIECE", "WIN_PAD"]

@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from ._format import (DEFAULT_MAX_DATA, DTYPES, F_CONT, F_MORE, SPLITS,
-                      T_SKIPPED, T_WINDOWS, WIN_PAD, type_name)
+                      T_SKIPPED, T_SOURCE, T_WINDOWS, WIN_PAD, type_name)
 from .reader import Reader, StreamError
 
 PROG = "melpipe.stream"
@@ -33,14 +33,31 @@ def escape(s, quote):
     return '"%s"' % body if quote else body
 
 
+def label_text(labels, label):
+    if 0 <= label < len(labels):
+        return "(%s)" % escape(labels[label], False)
+    return ""
+
+
+def source_line(labels, it):
+    """A source record: the clip's fields, then KEY="VALUE" a pair."""
+    line = "%d source clip=%d label=%d%s split=%s key=%s" % (
+        it.index, it.clip, it.label, label_text(labels, it.label),
+        SPLITS[it.split], escape(it.key, True))
+    for k, v in it.pairs():
+        line += " %s=%s" % (k, escape(v, True))
+    return line
+
+
 def item_line(labels, it):
+    if it.type == T_SOURCE:
+        return source_line(labels, it)
     line = "%d %s clip=%d" % (it.index, type_name(it.type), it.clip)
     if it.type != T_SKIPPED:
         line += " segment=%d offset=%d" % (it.segment, it.offset)
     line += " clip_samples=%d rate=%d label=%d" % (
         it.clip_samples, it.sample_rate, it.label)
-    if 0 <= it.label < len(labels):
-        line += "(%s)" % escape(labels[it.label], False)
+    line += label_text(labels, it.label)
     line += " split=" + SPLITS[it.split]
     if it.type != T_SKIPPED:
         line += " dtype=%s dims=%dx%d" % (DTYPES[it.dtype][0], it.dim0,
@@ -60,12 +77,13 @@ def item_line(labels, it):
 
 
 def dump(f, out, summary):
-    r = Reader(f)
+    r = Reader(f, sources=True)
     r.next_record()  # the header, or the reason why the stream has none
     for k, v in r.header:
         out.write("header %s=%s\n" % (k, escape(v, False)))
     labels = [v for k, v in r.header if k == "label"]
-    counts = dict.fromkeys(("audio", "features", "skipped", "windows"), 0)
+    counts = dict.fromkeys(("audio", "features", "skipped", "windows",
+                            "source"), 0)
     n_windows = 0
     for it in r:
         if not summary:
@@ -75,10 +93,10 @@ def dump(f, out, summary):
             n_windows += it.n_windows
     if summary:
         for name, n in counts.items():
-            if n or name != "windows":
+            if n or name not in ("windows", "source"):
                 out.write("type %s %d\n" % (name, n))
-        if n_windows:
-            out.write("windows %d\n" % n_windows)
+            if name == "windows" and n_windows:
+                out.write("windows %d\n" % n_windows)
     t = r.trailer
     out.write("trailer records=%d items=%d skipped=%d checksum=0x%08x\n"
               % (t["n_records"], t["n_items"], t["n_skipped"],

@@ -7,7 +7,7 @@ import ctypes
 import ctypes.util
 
 MAGIC = b"MELP"
-VERSION = 3          # the newest format version this module knows
+VERSION = 4          # the newest format version this module knows
 HDR_SIZE = 24
 ITEM_META = 48
 WINDOWS_META = 16    # a windows record's fields after its key
@@ -16,10 +16,14 @@ MAX_META = 1 << 20
 DEFAULT_MAX_DATA = 1 << 28
 MAX_SEGMENT = 0xFFFFFFFF
 
-T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER, T_WINDOWS = range(1, 7)
+(T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER, T_WINDOWS,
+ T_SOURCE) = range(1, 8)
 TYPE_NAMES = {1: "header", 2: "audio", 3: "features", 4: "skipped",
-              5: "trailer", 6: "windows"}
+              5: "trailer", 6: "windows", 7: "source"}
 DATA_TYPES = (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS)
+# the records between header and trailer, which the trailer's n_records
+# counts: data records and source records (version 4)
+BODY_TYPES = DATA_TYPES + (T_SOURCE,)
 F_ZSTD = 1
 F_MORE = 2           # a piece of an item that goes on in the next record
 F_CONT = 4           # a piece that goes on with the record before's item
@@ -40,7 +44,10 @@ def dtype_name(d):
 
 def type_version(rtype, flags=0):
     """The version byte a record is written with: the lowest format
-    version that defines it (3 for a piece, 2 for windows, else 1)."""
+    version that defines it (4 for a source record, 3 for a piece, 2 for
+    windows, else 1)."""
+    if rtype == T_SOURCE:
+        return 4
     if flags & PIECE:
         return 3
     return 2 if rtype == T_WINDOWS else 1

@@ -8,9 +8,9 @@ import struct
 
 from ._crc import crc32c
 from ._format import (DTYPES, F_CONT, F_MORE, ITEM_META, MAX_SEGMENT,
-                      PIECE, T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS,
-                      WIN_PAD, WINDOWS_META, dtype_name, piece_flag_names,
-                      type_name)
+                      PIECE, T_AUDIO, T_FEATURES, T_SKIPPED, T_SOURCE,
+                      T_WINDOWS, WIN_PAD, WINDOWS_META, dtype_name,
+                      piece_flag_names, type_name)
 
 ITEM_FORMAT = "<QQQIiIBBHII"
 
@@ -19,13 +19,18 @@ class Item:
     """A data record: its metadata fields, key (bytes), payload (bytes,
     decompressed: the samples or features, or a skipped record's reason),
     piece flags (F_MORE, F_CONT), and the window fields (0 but in windows
-    records). index: its record number in the stream (the header is 0)."""
+    records). index: its record number in the stream (the header is 0).
+    A source record (type T_SOURCE, format version 4) is an Item too: its
+    clip, label, split and key, and its payload key NUL value NUL pairs
+    (pairs(), source()). src: the source record of the clip, on the
+    clip's first data record, where a Reader hands source records out
+    that way (sources=False); a Writer writes it before the record."""
 
     __slots__ = ("type", "flags", "clip", "offset", "clip_samples",
                  "segment", "label", "sample_rate", "split", "dtype",
                  "key_len", "dim0", "dim1", "key", "data", "index",
                  "win_len", "win_hop", "n_windows", "win_flags",
-                 "cut_short", "pieces")
+                 "cut_short", "pieces", "src")
 
     def __init__(self, type=T_AUDIO, data=b"", **fields):
         self.type, self.data, self.flags = type, bytes(data), 0
@@ -34,7 +39,7 @@ class Item:
         self.dtype = self.dim0 = self.dim1 = 0
         self.key, self.index = b"", None
         self.win_len = self.win_hop = self.n_windows = self.win_flags = 0
-        self.cut_short, self.pieces = False, 1
+        self.cut_short, self.pieces, self.src = False, 1, None
         for k, v in fields.items():
             setattr(self, k, v)
         if isinstance(self.key, str):
@@ -61,6 +66,24 @@ class Item:
         checks a reader makes, in its order."""
         return windows_problem(self)
 
+    def pairs(self):
+        """A source record's pairs, [(key str, value bytes)], in order."""
+        parts = self.data.split(b"\0")[:-1] if self.data else []
+        return [(parts[i].decode(), parts[i + 1])
+                for i in range(0, len(parts) - 1, 2)]
+
+    def source(self):
+        """A source record's pairs as a dict (the first of a repeated
+        key), values decoded: source_rate, source_channels and
+        source_frames as int where they are decimals, others as str."""
+        out = {}
+        for k, v in self.pairs():
+            if k in out:
+                continue
+            s = v.decode("utf-8", "surrogateescape")
+            out[k] = int(s) if s.isdigit() else s
+        return out
+
     def array(self):
         """The payload as a numpy array: [n_mels, n_frames] for features,
         [frames, channels] for audio and windows records; bf16 widened
@@ -68,6 +91,8 @@ class Item:
         import numpy as np
         if self.type == T_SKIPPED:
             raise ValueError("a skipped record holds a reason, not values")
+        if self.type == T_SOURCE:
+            raise ValueError("a source record holds pairs, not values")
         if self.dtype == 4:
             u = np.frombuffer(self.data, "<u2").astype(np.uint32) << 16
             v = u.view(np.float32)
@@ -101,7 +126,7 @@ def parse_item(rtype, flags, meta):
                       % (type_name(rtype), len(meta), ITEM_META))
     it = Item.__new__(Item)
     it.type, it.flags, it.data, it.index = rtype, flags & PIECE, b"", None
-    it.cut_short, it.pieces = False, 1
+    it.cut_short, it.pieces, it.src = False, 1, None
     (it.clip, it.offset, it.clip_samples, it.segment, it.label,
      it.sample_rate, it.split, it.dtype, it.key_len, it.dim0,
      it.dim1) = struct.unpack_from(ITEM_FORMAT, meta)
@@ -139,12 +164,48 @@ def windows_problem(it):
     return None
 
 
+def _key_ok(k):
+    return len(k) > 0 and all(0x61 <= c <= 0x7A or 0x30 <= c <= 0x39
+                              or c == 0x5F for c in k)
+
+
+def source_fields_problem(it):
+    """Why a source record's fields are wrong: it sets clip, label,
+    split and key only."""
+    for name in ("offset", "clip_samples", "segment", "sample_rate",
+                 "dtype", "dim0", "dim1"):
+        v = getattr(it, name)
+        if v:
+            return ("source record with %s %d (only clip, label, split "
+                    "and key are set: the others are 0)" % (name, v))
+    return None
+
+
+def source_pairs_problem(data):
+    """Why a source record's payload is not key NUL value NUL pairs."""
+    if not data:
+        return None
+    if data[-1] != 0:
+        return "source payload does not end with a NUL"
+    parts = data.split(b"\0")[:-1]
+    for i in range(0, len(parts), 2):
+        if not _key_ok(parts[i]):
+            return ("source pair %d has an invalid key (not [a-z0-9_]+)"
+                    % (i // 2))
+        if i + 1 >= len(parts):
+            return ("source key '%s' has no value"
+                    % parts[i].decode("utf-8", "replace"))
+    return None
+
+
 def item_problem(it, raw_len):
     """Why a data record's fields are wrong (but for pieces and order)."""
     if it.split > 3:
         return "invalid split %d" % it.split
     if b"\0" in it.key:
         return "key contains a NUL byte"
+    if it.type == T_SOURCE:
+        return source_fields_problem(it)
     if it.type == T_SKIPPED:
         if it.dtype or it.dim0 or it.dim1:
             return ("skipped record with dtype %d and dims %dx%d (must be "
@@ -220,11 +281,37 @@ class StreamState:
     def __init__(self):
         self.prev = None       # (clip, last segment) of the record before
         self.more = None       # the piece before, when flagged more
-        self.counts = [0, 0, 0]  # data records, items, skipped
+        self.counts = [0, 0, 0]  # records (data, source), items, skipped
         self.csum = 0
+        self.source = None     # the clip of the record before, a source
+
+    def source_problem(self, it):
+        """("ORDER", reason) when the source record it may not come
+        here."""
+        if self.more is not None:
+            why = ("source record of clip %d after a piece of clip %d "
+                   "segment %d flagged more (a source record comes before "
+                   "its clip's first data record)"
+                   % (it.clip, self.more.clip, self.more.segment))
+        elif self.source == it.clip:
+            why = ("a second source record for clip %d (one per clip at "
+                   "most)" % it.clip)
+        elif self.source is not None:
+            why = ("source record of clip %d right after the source record "
+                   "of clip %d (a data record of its clip must follow a "
+                   "source record)" % (it.clip, self.source))
+        elif self.prev is not None and it.clip <= self.prev[0]:
+            why = ("source record of clip %d after a record of clip %d (a "
+                   "source record comes before its clip's first data "
+                   "record)" % (it.clip, self.prev[0]))
+        else:
+            return None
+        return "ORDER", why
 
     def order_problem(self, it):
         """("FORMAT" or "ORDER", reason) when it may not come here."""
+        if it.type == T_SOURCE:
+            return self.source_problem(it)
         p = self.more
         if p is None and not it.flags:
             return self._after(it)
@@ -252,6 +339,13 @@ class StreamState:
         return ("ORDER", why) if why else None
 
     def _after(self, it):
+        if self.source is not None:
+            if it.clip == self.source:
+                return None
+            return "ORDER", ("clip %d segment %d after the source record "
+                             "of clip %d (a data record of its clip must "
+                             "follow a source record)"
+                             % (it.clip, it.segment, self.source))
         if self.prev is None:
             return None
         pc, ps = self.prev
@@ -262,7 +356,12 @@ class StreamState:
                          % (it.clip, it.segment, pc, ps))
 
     def end_problem(self):
-        """Why the stream may not end here (an item's pieces go on)."""
+        """Why the stream may not end here (an item's pieces go on, or a
+        source record waits for its clip's records)."""
+        if self.source is not None:
+            return ("the stream ends after the source record of clip %d (a "
+                    "data record of its clip must follow a source record)"
+                    % self.source)
         if self.more is None:
             return None
         return ("the stream ends after a piece of clip %d segment %d "
@@ -270,6 +369,11 @@ class StreamState:
                 % (self.more.clip, self.more.segment))
 
     def note_item(self, it):
+        if it.type == T_SOURCE:
+            self.source = it.clip
+            self.counts[0] += 1
+            return
+        self.source = None
         self.prev = (it.clip, it.last_segment())
         self.more = it if it.flags & F_MORE else None
         self.counts[0] += 1

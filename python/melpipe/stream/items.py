@@ -6,7 +6,8 @@ from ._format import DTYPES, F_CONT, F_MORE, T_AUDIO, T_WINDOWS, type_name
 def window(it, i):
     """Window i of the windows record it, as the audio record it stands
     for: offset + i * win_hop, segment + i, the win_len frames from frame
-    i * win_hop of the payload (zeros past its end), window fields 0."""
+    i * win_hop of the payload (zeros past its end), window fields 0;
+    the record's source record (src) goes with its first window only."""
     if it.type != T_WINDOWS or not 0 <= i < it.n_windows:
         raise IndexError("no window %d in a %s record"
                          % (i, type_name(it.type)))
@@ -16,6 +17,7 @@ def window(it, i):
     return it.copy(type=T_AUDIO, offset=it.offset + start,
                    segment=it.segment + i, dim0=it.win_len, win_len=0,
                    win_hop=0, n_windows=0, win_flags=0,
+                   src=it.src if i == 0 else None,
                    data=part + bytes(it.win_len * frame - len(part)))
 
 

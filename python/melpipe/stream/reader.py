@@ -6,11 +6,12 @@ import struct
 
 from ._crc import crc32c
 from ._format import (DEFAULT_MAX_DATA, F_ZSTD, HDR_SIZE, MAGIC,
-                      MAX_META, PIECE, T_HEADER, T_TRAILER, T_WINDOWS,
+                      MAX_META, PIECE, T_HEADER, T_SOURCE, T_TRAILER,
+                      T_WINDOWS,
                       TRAILER_META, TYPE_NAMES, VERSION, ZstdError,
                       piece_flag_names, type_name, zstd)
-from ._rules import (StreamState, item_problem, parse_item,
-                     piece_flags_problem)
+from ._rules import (StreamState, _key_ok, item_problem, parse_item,
+                     piece_flags_problem, source_pairs_problem)
 
 
 class StreamError(Exception):
@@ -27,16 +28,14 @@ class StreamError(Exception):
         self.reason = reason
 
 
-def _key_ok(k):
-    return len(k) > 0 and all(0x61 <= c <= 0x7A or 0x30 <= c <= 0x39
-                              or c == 0x5F for c in k)
-
-
 class Reader:
     """Iterating a Reader gives the stream's data records (Item), checked;
     header (a list of (key str, value bytes)) is set once the first
     record is read, trailer (a dict) once the stream has ended, which
-    it checks too (the input must end after the trailer).
+    it checks too (the input must end after the trailer). A source record
+    (format version 4: the input file as wavcat found it) is checked and
+    handed out as the src of its clip's first data record, or, with
+    sources=True, as a record of its own (type T_SOURCE).
 
         with open("feats.rec", "rb") as f:
             r = Reader(f)
@@ -45,7 +44,7 @@ class Reader:
 
     src: a binary file object, or bytes. max_data: the payload cap."""
 
-    def __init__(self, src, max_data=DEFAULT_MAX_DATA):
+    def __init__(self, src, max_data=DEFAULT_MAX_DATA, sources=False):
         if isinstance(src, (bytes, bytearray, memoryview)):
             src = io.BytesIO(bytes(src))
         self.f = src
@@ -55,12 +54,20 @@ class Reader:
         self.header = None
         self.trailer = None
         self.state = StreamState()
+        self.sources = sources
+        self._src = None       # a source record waiting for its clip's
 
     def __iter__(self):
         while self.trailer is None:
             it = self.next_record()
-            if it is not None:
-                yield it
+            if it is None:
+                continue
+            if it.type == T_SOURCE and not self.sources:
+                self._src = it
+                continue
+            if self._src is not None:
+                it.src, self._src = self._src, None
+            yield it
 
     def pairs(self, key):
         """The values of every header pair named key, decoded (UTF-8)."""
@@ -103,6 +110,9 @@ class Reader:
         if rtype == T_WINDOWS and version < 2:
             self.fail("FORMAT", "a windows record marked format version "
                       "%d (windows records are version 2)" % version)
+        if rtype == T_SOURCE and version < 4:
+            self.fail("FORMAT", "a source record marked format version "
+                      "%d (source records are version 4)" % version)
         self._check_flags(rtype, flags, version)
         if reserved:
             self.fail("FORMAT", "reserved byte is 0x%02x, not 0" % reserved)
@@ -160,8 +170,8 @@ class Reader:
         return rtype, flags, meta, data, HDR_SIZE + mlen + dlen, crc
 
     def next_record(self):
-        """Reads and checks one record: returns the Item of a data record,
-        None for the header and the trailer."""
+        """Reads and checks one record: returns the Item of a data or
+        source record, None for the header and the trailer."""
         if self.trailer is not None:
             return None
         rtype, flags, meta, data, total, crc = self._frame()
@@ -224,6 +234,8 @@ class Reader:
         it, why = parse_item(rtype, flags, meta)
         if why is None:
             why = item_problem(it, len(data))
+        if why is None and rtype == T_SOURCE:
+            why = source_pairs_problem(data)
         if why:
             self.fail("FORMAT", why)
         bad = self.state.order_problem(it)
@@ -290,13 +302,14 @@ def split_records(src):
         pos += HDR_SIZE + mlen + dlen
 
 
-def read_stream(src, max_data=DEFAULT_MAX_DATA):
+def read_stream(src, max_data=DEFAULT_MAX_DATA, sources=False):
     """(header pairs, [Item], trailer dict) of a whole valid stream, from
-    bytes, a binary file object or a path; StreamError otherwise."""
+    bytes, a binary file object or a path; StreamError otherwise. Source
+    records as Reader gives them (sources)."""
     if isinstance(src, (str, os.PathLike)):
         with open(src, "rb") as f:
-            return read_stream(f, max_data)
-    r = Reader(src, max_data)
+            return read_stream(f, max_data, sources)
+    r = Reader(src, max_data, sources)
     items = list(r)
     return r.header, items, r.trailer
 

@@ -5,9 +5,10 @@ reader's rules and ends the stream with its trailer."""
 import struct
 
 from ._crc import crc32c
-from ._format import (DATA_TYPES, DEFAULT_MAX_DATA, F_ZSTD, MAGIC, PIECE,
-                      T_HEADER, T_SKIPPED, T_TRAILER, type_version, zstd)
-from ._rules import Item, StreamState, item_problem
+from ._format import (BODY_TYPES, DEFAULT_MAX_DATA, F_ZSTD, MAGIC, PIECE,
+                      T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER, type_version,
+                      zstd)
+from ._rules import Item, StreamState, item_problem, source_pairs_problem
 
 
 def header_meta(pairs):
@@ -27,16 +28,20 @@ def trailer_fields(records):
     """The trailer's fields (n_records, n_items, n_skipped, checksum, as
     keyword arguments of trailer_meta) that match records: the bytes of
     each record before the trailer, header included, in stream order
-    (each record's first 24 bytes are enough: its type and crc). Records
-    of a type that is not a data record (a header, or a forged type)
-    count in the checksum only."""
+    (each record's first 24 bytes are enough: its type and crc). A source
+    record counts in n_records only; records of a type that is neither
+    a data nor a source record (a header, or a forged type) count in the
+    checksum only."""
     counts = dict(n_records=0, n_items=0, n_skipped=0)
     csum = 0
     for rec in records:
         rtype = rec[4]
-        if rtype in DATA_TYPES:
+        if rtype in BODY_TYPES:
             counts["n_records"] += 1
-            counts["n_skipped" if rtype == T_SKIPPED else "n_items"] += 1
+        if rtype == T_SKIPPED:
+            counts["n_skipped"] += 1
+        elif rtype in BODY_TYPES and rtype != T_SOURCE:
+            counts["n_items"] += 1
         csum = crc32c(bytes(rec[20:24]), csum)
     return dict(counts, checksum=csum)
 
@@ -97,15 +102,21 @@ class Writer:
 
     def item(self, rtype, data=b"", **fields):
         """Writes a data record of rtype with payload data (bytes) and the
-        fields of Item (clip, offset, ..., flags for a piece)."""
+        fields of Item (clip, offset, ..., flags for a piece); a source
+        record's data may be its pairs, [(key, value)]."""
         if rtype == T_SKIPPED and isinstance(data, str):
             data = data.encode()
+        if rtype == T_SOURCE and not isinstance(data, (bytes, bytearray)):
+            data = header_meta(data)
         return self.write(Item(rtype, data, **fields))
 
     def write(self, it):
-        """Writes the data record it (an Item, as Reader gives them)."""
+        """Writes the data record it (an Item, as Reader gives them): its
+        source record (it.src) first, where it has one."""
         if self.closed:
             raise ValueError("the stream is closed")
+        if it.src is not None and it.type != T_SOURCE:
+            self.write(it.src)
         data = bytes(it.data)
         if len(data) > self.max_data:
             raise ValueError("payload of %d bytes over the cap of %d"
@@ -113,6 +124,8 @@ class Writer:
         it = it.copy(key=bytes(it.key), key_len=len(it.key))
         if self.check:
             why = item_problem(it, len(data))
+            if why is None and it.type == T_SOURCE:
+                why = source_pairs_problem(data)
             bad = ("FORMAT", why) if why else self.state.order_problem(it)
             if bad:
                 raise ValueError(bad[1])
