@@ -87,6 +87,11 @@ def say_missing(path, missing):
           file=sys.stderr)
 
 
+def count(n, what):
+    """'1 clip', '2 clips'."""
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
 def text(v):
     if isinstance(v, bytes):
         return v.decode("utf-8", "backslashreplace")
@@ -138,12 +143,12 @@ def main(argv):
             rag = ""
             if "start" in g:
                 nf = g["n_frames"][()]
-                rag = (f" ragged: {nf.shape[0]} rows, {feats.shape[0]} "
-                       f"{'samples' if feats.ndim == 1 else 'frames'} in "
-                       f"all" + (f" ({nf.min()} to {nf.max()} per row)"
+                rag = (f" ragged: {count(nf.shape[0], 'row')}, "
+                       + count(feats.shape[0], 'sample' if feats.ndim == 1
+                               else 'frame') + " in all" + (f" ({nf.min()} to {nf.max()} per row)"
                                  if nf.shape[0] else ""))
             print(f"  {name}: features {feats.shape} {feats.dtype}{rag}, "
-                  f"{len(np.unique(g['clip'][()]))} clips; {per}")
+                  f"{count(len(np.unique(g['clip'][()])), 'clip')}; {per}")
             if feats.shape[0]:
                 x = feats[: min(feats.shape[0], 1000)].astype(np.float32)
                 print(f"    values of the first rows: min {x.min():.2f} "

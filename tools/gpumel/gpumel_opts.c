@@ -61,7 +61,7 @@ static const char kaldi_help[] =
 "                         default), else after them\n"
 "      --energy-floor=X   the log energy at least ln(X) when X > 0;\n"
 "                         default 1 (Kaldi's programs: 0)\n"
-"      --num-ceps=N       MFCCs (--mfcc), as compute-mfcc-feats and\n"
+"      --num-ceps=N       --mfcc's name in compute-mfcc-feats and\n"
 "                         torchaudio.compliance.kaldi.mfcc (its default 13);\n"
 "                         with --use-energy the log energy replaces c0\n"
 "                         (Kaldi's MFCC default: on; torchaudio's: off)\n"
@@ -69,7 +69,8 @@ static const char kaldi_help[] =
 "                         default 22, 0: none\n"
 "  --dtype applies as above; --center, --pad-mode, --mel-scale, --norm,\n"
 "  --power, --log, --amin, --top-db and --fmax do not, nor the Kaldi options\n"
-"  to the mel presets.\n"
+"  to the mel presets (but --num-mel-bins and --num-ceps, other names of\n"
+"  --n-mels and --mfcc, which apply to every preset).\n"
 "  Example: wavcat --rate 16000 DATA/ | gpumel --preset kaldi \\\n"
 "      --num-mel-bins 80 | h5pack -o fbank.h5\n"
 "  MFCCs: gpumel --preset kaldi --mfcc 13 (or --num-ceps 13).\n";
@@ -568,7 +569,8 @@ static void check_usage(const struct options *o, const mel_params *p)
 		prog_usage_error("--top-db applies to --log db only");
 	if (p->n_mfcc > p->n_mels)
 		prog_usage_error("--mfcc %" PRIu32 ": more coefficients than "
-				 "the %" PRIu32 " mel bands (--n-mels)",
+				 "the %" PRIu32 " mel bands (--n-mels, "
+				 "--num-mel-bins)",
 				 p->n_mfcc, p->n_mels);
 	if (o->given[MEL_F_LIFTER] && !p->n_mfcc)
 		prog_usage_error("--cepstral-lifter applies to MFCCs (--mfcc) "

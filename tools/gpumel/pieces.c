@@ -334,8 +334,9 @@ static int stretch(struct loop *lp, struct hbatch **cur, const rec_item *it,
 		 * only at the item's end */
 		snprintf(pc->why, sizeof(pc->why), "MFCC with --top-db needs "
 			 "the whole clip's maximum before the DCT, and this "
-			 "clip comes in pieces (longer than a record); give "
-			 "--top-db none, or cut it with segment");
+			 "clip comes in pieces (longer than wavcat's "
+			 "--piece-samples); give --top-db none, cut it with "
+			 "segment, or give wavcat a larger --piece-samples");
 		pc->mode = PC_REFUSED;
 		return 0;
 	}
