@@ -61,7 +61,7 @@ static const char kaldi_help[] =
 "                         default), else after them\n"
 "      --energy-floor=X   the log energy at least ln(X) when X > 0;\n"
 "                         default 1 (Kaldi's programs: 0)\n"
-"      --num-ceps=N       --mfcc's name in compute-mfcc-feats and\n"
+"      --num-ceps=N       the name of --mfcc in compute-mfcc-feats and\n"
 "                         torchaudio.compliance.kaldi.mfcc (its default 13);\n"
 "                         with --use-energy the log energy replaces c0\n"
 "                         (Kaldi's MFCC default: on; torchaudio's: off)\n"
