@@ -168,12 +168,6 @@ typedef int (*mel_cuda_time_fn)(mel_backend *be, mel_batch *b, int reps,
 #define MEL_CUDA_ENV_GRAPH "MELPIPE_CUDA_GRAPH"
 #define MEL_CUDA_ENV_CHUNK "MELPIPE_CUDA_CHUNK"
 
-/* Whether top_db clamps: dB output and top_db >= 0. */
-static inline int mel_cuda_clamps(const mel_params *p)
-{
-	return mel_clamps(p);
-}
-
 /* The scalar kernel arguments of p for a batch of in_dtype samples (the
  * pointers are the caller's). */
 static inline void mel_cuda_scalars(mel_kargs *a, const mel_params *p,

@@ -98,7 +98,7 @@ static void kernel_args(const cu_ctx *c, const cu_batch *cb, mel_kargs *a)
 	a->rec = cb->d_rec;
 	a->frame_base = cb->d_tab;
 	a->frame_rec = cb->d_tab + cb->shape.n;
-	if (mel_cuda_clamps(p))
+	if (mel_clamps(p))
 		a->rec_key = cb->d_key;
 	/* fbank scales the samples itself (md_kaldi_frame) */
 	a->win = cb->shape.in_dtype == REC_S16 && p->feature != MEL_FEAT_FBANK ?

@@ -34,7 +34,7 @@ static void emu_args(const struct emu *e, const mel_batch *b,
 	a->rec = b->rec;
 	a->frame_base = tab;
 	a->frame_rec = tab + b->n;
-	if (mel_cuda_clamps(p))
+	if (mel_clamps(p))
 		a->rec_key = key;
 	a->win = b->in_dtype == REC_S16 ? e->win16 : e->win32;
 	a->tw = e->tw;

@@ -115,7 +115,7 @@ static void time_one(struct so *so, const struct bench_shape *s,
 		mn = ms[i] < mn ? ms[i] : mn;
 	med = median(ms, reps);
 	gs = samples / (med * 1e-3) / 1e9;
-	if (mel_cuda_clamps(p))
+	if (mel_clamps(p))
 		snprintf(top, sizeof(top), "%g", p->top_db);
 	else
 		snprintf(top, sizeof(top), "none");
