@@ -242,7 +242,17 @@ test_expect_success GPU '--mfcc on the GPU: Kaldi, librosa (both FFT paths) agai
 	$CMP same m5.gpu m6.gpu &&
 	$MREF mel tone.rec m5.gpu --n-mfcc 20 --n-fft 512 $LIB --dtype f32 &&
 	gpumel -q --device cuda $o --dtype f16 tone.rec >m7.gpu &&
-	$GREF cast m3.gpu m7.gpu
+	$GREF cast m3.gpu m7.gpu &&
+	# no top_db: the fused kernel takes the DCT, its 256-thread teams
+	# splitting the mel sums (40 and 128 mels)
+	for m in 40 128; do
+		gpumel -q --device cuda --preset librosa --n-fft 2048 \
+			--hop 512 --n-mels $m --mfcc 20 --top-db none \
+			tone.rec >m8.gpu &&
+		$MREF mel tone.rec m8.gpu --n-mfcc 20 --n-fft 2048 $LIB \
+			--win-length 2048 --hop 512 --n-mels $m \
+			--top-db none --dtype f32 || return 1
+	done
 '
 
 test_expect_success GPU 'a GPU that does not exist is an error naming it' '

@@ -10,14 +10,16 @@
  *             -> cast -> store, and the record's max for top_db; one pass
  *             over device memory: samples in, features out. With FB,
  *             fbank: the team's first warp makes Kaldi's frame in shared
- *             memory (md_kaldi_frame) before the FFT.
+ *             memory (md_kaldi_frame) before the FFT. MFCC with no
+             top_db (ceps_fused): the frame's bands stay in shared
+             memory and the team stores their DCT (md_dct_team).
  *   k_frames  framing + window into cuFFT's input (cuFFT path)
  *   k_kaldi_frames  fbank's frames into cuFFT's input, the log energy into
  *             the output (cuFFT path; a warp per frame)
  *   k_mel     power -> mel -> log -> cast -> store from cuFFT's output
  *   k_clamp   top_db: every element up to its record's max - top_db
- *   k_dct     MFCC: the bands (clamped) through the DCT, a thread per
- *             frame
+ *   k_dct     MFCC otherwise: the bands (clamped) through the DCT, a
+ *             thread per frame
  */
 #include "cuda_mel_dev.h"
 
@@ -74,13 +76,23 @@ __global__ void __launch_bounds__(md_fused_block_of(N, FB))
 	if (active)
 		md_power<M, T>(Z, P, t, tw, a.power);
 	POL::sync<T>();
-	/* the mel sums' parts go where Z was */
+	/* the mel sums' parts go where Z was; MFCC's bands where neither
+	 * they nor the power spectrum still being read are */
+	const bool split = md_mel_split(a.n_mels, T) > 0;
+
+	if (a.ceps_fused)
+		fr.sb = split ? P : (float *)Z;
 	if (active)
 		mx = md_mel(a, fr, t, T, md_pw_array{ P }, (float *)Z);
-	if (md_mel_split(a.n_mels, T) > 0) {
+	if (split) {
 		POL::sync<T>();
 		if (active)
 			mx = md_mel_combine(a, fr, t, T, (const float *)Z);
+	}
+	if (a.ceps_fused) {
+		POL::sync<T>();
+		if (active)
+			md_dct_team(a, fr, t, T);
 	}
 	if (a.rec_key)
 		team_max<T>(mx, t, active, a.rec_key + fr.r);

@@ -239,6 +239,8 @@ struct md_frame {
 	uint32_t j;        /* frame index in the record */
 	uint32_t stride;   /* the record's n_frames: one mel row of out */
 	uint32_t r;        /* record index in the batch */
+	float *sb;         /* MFCC in the fused kernel (ceps_fused): the
+			      frame's bands, in shared memory; else null */
 };
 
 MD md_frame md_locate(const mel_kargs &a, uint32_t f)
@@ -248,6 +250,7 @@ MD md_frame md_locate(const mel_kargs &a, uint32_t f)
 	const mel_rec *R = a.rec + r;
 
 	fr.r = r;
+	fr.sb = nullptr;
 	fr.j = f - a.frame_base[r];
 	fr.in_off = R->in_off;
 	/* MFCC's bands: the scratch, laid out by batch frame */
@@ -544,12 +547,16 @@ MD void md_store(const mel_kargs &a, uint64_t i, float v)
 }
 
 /* The value of mel m of the frame, logged, cast and stored in column j of
- * the record's matrix (row row0 + m); returns what was stored (before the
- * cast). */
+ * the record's matrix (row row0 + m), or, for the fused kernel's DCT, in
+ * the frame's shared bands; returns what was stored (before the cast). */
 MD float md_put(const mel_kargs &a, const md_frame &fr, uint32_t m, float s)
 {
 	s = md_finish(a, s);
-	md_store(a, fr.out_off + (uint64_t)(a.row0 + m) * fr.stride + fr.j, s);
+	if (fr.sb)
+		fr.sb[m] = s;
+	else
+		md_store(a, fr.out_off + (uint64_t)(a.row0 + m) * fr.stride +
+				    fr.j, s);
 	return s;
 }
 
@@ -859,6 +866,24 @@ MD_UNROLL
 			md_store(a, R->out_off + (uint64_t)(c0 + k) * nf + j,
 				 c0 + k == 0 && a.ceps_energy ? x[0] :
 							       acc[k]);
+	}
+}
+
+/* MFCC in the fused kernel (ceps_fused): coefficients t, t + T, ... of
+ * frame fr from its bands in shared memory (fr.sb, n_mels floats), the
+ * same sums in the same order as md_dct's, so the same bits; coefficient
+ * 0 with ceps_energy is the log energy md_kaldi_frame stored there. */
+MD void md_dct_team(const mel_kargs &a, const md_frame &fr, int t, int T)
+{
+	for (uint32_t c = (uint32_t)t; c < a.n_ceps; c += (uint32_t)T) {
+		const float *d = a.dct + (uint64_t)c * a.n_mels;
+		float acc = 0.0f;
+
+		if (c == 0 && a.ceps_energy)
+			continue;
+		for (uint32_t m = 0; m < a.n_mels; m++)
+			acc = fmaf(md_ldg(d + m), fr.sb[m], acc);
+		md_store(a, fr.out_off + (uint64_t)c * fr.stride + fr.j, acc);
 	}
 }
 

@@ -60,15 +60,22 @@ static void emu_fused_n(const mel_kargs &a)
 		float2 *Z = md_fft<M, T, md_pol_host>(A, B, 0, true, tw);
 		float *P = (float *)(Z == A ? B : A);
 
+		const bool split = md_mel_split(a.n_mels, T) > 0;
+
 		for (int t = 0; t < T; t++)
 			md_power<M, T>(Z, P, t, tw, a.power);
+		if (a.ceps_fused)
+			fr.sb = split ? P : (float *)Z;
 		for (int t = 0; t < T; t++)
 			mx = fmaxf(mx, md_mel(a, fr, t, T, md_pw_array{ P },
 					      (float *)Z));
-		if (md_mel_split(a.n_mels, T) > 0)
+		if (split)
 			for (int t = 0; t < T; t++)
 				mx = fmaxf(mx, md_mel_combine(a, fr, t, T,
 							      (float *)Z));
+		if (a.ceps_fused)
+			for (int t = 0; t < T; t++)
+				md_dct_team(a, fr, t, T);
 		emu_key(a, fr.r, mx);
 	}
 	free(A);
