@@ -106,3 +106,29 @@ def datasets(tmp_path_factory):
 def have_recdump():
     return os.access(os.path.join(BIN, "recdump"), os.X_OK) and \
         shutil.which("true") is not None
+
+
+@pytest.fixture(scope="session")
+def shards(datasets, tmp_path_factory):
+    """The feat-fixed stream run whole, as its 3 shards (wavcat --shard
+    K/3, each its own h5pack file: docs/shards.md) and as those shards
+    merged (h5pack --merge): {"whole": path, "merged": path, "parts":
+    [path of shard K]}."""
+    d = tmp_path_factory.mktemp("shards")
+    data = os.path.join(os.path.dirname(datasets["feat-fixed", "none"]),
+                        "DATA")
+    wargs, stages = STREAMS["feat-fixed"]
+    wavcat = ["wavcat", "-q", "--rate", str(RATE)] + wargs
+
+    def run(shard, out):
+        cmd = wavcat + (["--shard", shard] if shard else []) + [data]
+        run_pipeline([cmd] + stages + [["h5pack", "-q", "-o", out]],
+                     os.devnull)
+    out = {"whole": str(d / "whole.h5"), "merged": str(d / "merged.h5"),
+           "parts": [str(d / ("part-%d.h5" % k)) for k in range(3)]}
+    run(None, out["whole"])
+    for k, part in enumerate(out["parts"]):
+        run("%d/3" % k, part)
+    run_pipeline([["h5pack", "-q", "--merge", "-o", out["merged"]] +
+                  out["parts"]], os.devnull)
+    return out

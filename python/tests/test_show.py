@@ -91,6 +91,26 @@ def test_clip_picks_its_rows(datasets, tmp_path):
         assert [r.segment for r in rows] == want and of == len(want)
 
 
+def test_rows_of_shard_files(shards, tmp_path):
+    """A shard file's clip columns hold the whole job's clip indices:
+    the rows drawn name their own clips' paths, and --clip finds a
+    clip's rows, as in the whole run's file."""
+    whole = show.Info(shards["whole"])
+    for part in shards["parts"]:
+        shown = show.show(part, str(tmp_path / "p.png"), rows=4,
+                          summary=False)
+        assert shown.rows
+        for r in shown.rows:
+            assert r.path == whole.clip_paths[r.clip], r
+            assert r.path in shown.titles[shown.rows.index(r)]
+        key = shown.rows[-1].path
+        rows, of = show.pick_clip(show.Info(part), key, 50)
+        want, n = show.pick_clip(whole, key, 50)
+        assert [(r.clip, r.path, r.split, r.segment) for r in rows] == \
+            [(r.clip, r.path, r.split, r.segment) for r in want]
+        assert of == n
+
+
 def test_axes_from_the_recorded_parameters():
     librosa = pytest.importorskip("librosa")
     for scale in ("slaney", "htk"):
