@@ -6,6 +6,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import wave
 
 import numpy as np
@@ -13,6 +14,13 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+# this checkout's package, wherever pytest starts (make python-check
+# starts it in python/, where melpipe is importable already), for the
+# tests and the Pythons they start
+PACKAGE_DIR = os.path.dirname(HERE)
+sys.path.insert(0, PACKAGE_DIR)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [PACKAGE_DIR] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 BIN = os.environ.get("MELPIPE_BIN", os.path.join(ROOT, "bin"))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 RATE = 4096
