@@ -3,7 +3,8 @@
 Print what a melpipe HDF5 dataset holds.
 
 Shows the split groups with their feature shapes and per-label row counts,
-the label table, the clips and skipped inputs, and the provenance chain.
+the label table, the clips (with their files' own sample rates and
+channels) and skipped inputs, and the provenance chain.
 zstd-compressed datasets (h5pack --compress zstd) need HDF5 filter 32015:
 h5info.py uses hdf5plugin where it is installed, and otherwise points
 HDF5_PLUGIN_PATH, unless it names a folder already, at melpipe's plugin
@@ -98,6 +99,34 @@ def text(v):
     return str(v)
 
 
+def source_summary(clips):
+    """The clips' own rates and channels (/clips/source_rate and
+    source_channels, the input files' before wavcat resampled them, 0:
+    unknown): "16000 Hz x 900, 44100 Hz x 12 (stereo 12)", rates in
+    increasing order, unknown last, channels other than mono in
+    brackets; "not recorded" for a file written before h5pack stored
+    them."""
+    if "source_rate" not in clips or "source_channels" not in clips:
+        return "not recorded (the file predates them)"
+    rates = clips["source_rate"][()]
+    channels = clips["source_channels"][()]
+    if rates.shape[0] == 0:
+        return "none (no clips)"
+    counts = [(r, int((rates == r).sum())) for r in np.unique(rates)]
+    said = [f"{r} Hz x {n}" for r, n in counts if r > 0]
+    said += [f"unknown x {n}" for r, n in counts if r <= 0]
+    ch = []
+    for c in np.unique(channels):
+        n = int(((channels == c) & (rates > 0)).sum())
+        if c == 1 or n == 0:
+            continue
+        name = ("stereo" if c == 2 else "channels unknown" if c <= 0
+                else f"{c} channels")
+        ch.append((c <= 0, int(c), f"{name} {n}"))  # unknown last
+    more = " (" + ", ".join(w for *_, w in sorted(ch)) + ")" if ch else ""
+    return ", ".join(said) + more
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         # the name it was called by, as its usage line says it
@@ -155,6 +184,7 @@ def main(argv):
                       f"max {x.max():.2f} mean {x.mean():.2f}")
         if "clips" in f:
             print(f"  clips: {f['clips']['path'].shape[0]}")
+            print(f"  source rates: {source_summary(f['clips'])}")
         if "skipped" in f:
             sk = f["skipped"]
             n = sk["path"].shape[0]

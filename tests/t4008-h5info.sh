@@ -1,10 +1,12 @@
 #!/bin/sh
 # scripts/h5info.py's summary of a dataset: the ragged layout counted in
 # rows and frames (samples for audio) with the shortest and longest row,
-# a reader that goes away (| head) ending it without a traceback, and
-# files it cannot show named in one line, with no traceback.
+# the clips' own sample rates and channels (/clips/source_rate and
+# source_channels), a reader that goes away (| head) ending it without a
+# traceback, and files it cannot show named in one line, with no
+# traceback.
 
-test_description='h5info.py: ragged counts, a closed pipe, refusals'
+test_description='h5info.py: ragged counts, source rates, a closed pipe, refusals'
 . "$(dirname "$0")/test-lib.sh"
 
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
@@ -21,6 +23,61 @@ n = g[\"n_frames\"][()]
 print(\"ragged: %d rows, %d frames in all (%d to %d per row)\"
       % (n.shape[0], n.sum(), n.min(), n.max()))" >want &&
 	grep -F -q -- "$(cat want)" out
+'
+
+test_expect_success 'the clips'\'' own rates and channels, as soundfile reads the inputs' '
+	MKD="$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py" &&
+	mkdir -p SRC/a SRC/b &&
+	for k in 1 2 3; do
+		$MKD tone SRC/a/16k-$k.wav --rate 16000 --frames 4000 \
+			--seed $k || return 1
+	done &&
+	$MKD tone SRC/a/44k-stereo.wav --rate 44100 --channels 2 \
+		--frames 9000 --seed 4 &&
+	$MKD tone SRC/b/44k-stereo.flac --rate 44100 --channels 2 \
+		--frames 9000 --seed 5 &&
+	$MKD tone SRC/b/8k-3ch.wav --rate 8000 --channels 3 --frames 3000 \
+		--seed 6 &&
+	$MKD tone SRC/b/22k.wav --rate 22050 --frames 5000 --seed 7 &&
+	$MKD bad garbage SRC/b/junk.wav &&
+	wavcat -q --rate 16000 SRC/ | h5pack -q -o src.h5 &&
+	$H5INFO src.h5 >out &&
+	# what the line should say, from the input files themselves
+	$PYTHON -c "
+import collections, os, sys
+import soundfile as sf
+rates, chans = collections.Counter(), collections.Counter()
+for d, _, names in os.walk(sys.argv[1]):
+    for n in names:
+        try:
+            i = sf.info(os.path.join(d, n))
+        except RuntimeError:
+            rates[0] += 1
+            continue
+        rates[i.samplerate] += 1
+        chans[i.channels] += 1
+said = [\"%d Hz x %d\" % (r, rates[r]) for r in sorted(rates) if r]
+said += [\"unknown x %d\" % rates[0]] if rates[0] else []
+ch = [(\"stereo\" if c == 2 else \"%d channels\" % c) + \" %d\" % chans[c]
+      for c in sorted(chans) if c != 1]
+print(\"  source rates: \" + \", \".join(said)
+      + (\" (%s)\" % \", \".join(ch) if ch else \"\"))" SRC >want &&
+	test_grep "x 3, .*unknown x 1 (stereo 2, 3 channels 1)$" want &&
+	grep -F -x -- "$(cat want)" out &&
+	# the rest of the summary as it was: the clips line before it
+	grep -B1 -F -x -- "$(cat want)" out | head -n 1 >before &&
+	test_grep "^  clips: 8$" before
+'
+
+test_expect_success 'source rates of a file written before h5pack stored them' '
+	cp src.h5 old.h5 &&
+	$PYTHON -c "
+import h5py
+with h5py.File(\"old.h5\", \"a\") as f:
+    del f[\"clips/source_rate\"], f[\"clips/source_channels\"]" &&
+	$H5INFO old.h5 >out &&
+	test_grep "^  source rates: not recorded" out &&
+	! grep -q Traceback out
 '
 
 test_expect_success 'a reader that goes away: no traceback, no message' '

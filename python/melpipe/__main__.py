@@ -20,15 +20,19 @@ pages:
   images titled by the file's feature attribute (mel: log-mel
   spectrograms; fbank: Kaldi filterbank features; mfcc: MFCC), time in
   seconds in the clip (from the file's hop_length, sample_rate and
-  center), the mel bands' centre frequencies in Hz (from n_mels, fmin,
-  fmax and mel_scale, slaney, htk or kaldi), one colour scale; audio
-  rows as waveforms (the samples as stored, s16 scaled to full scale),
-  long ragged rows cut to --max-seconds. Without --clip,
-  rows spread over the labels and, within a label, over the file (so
-  over the splits). OUT-summary.png (OUT's name with -summary before its
-  extension) holds the facts of the file, rows per split and label,
-  the skipped inputs and their reasons, a histogram of the values (of
-  up to 2M values a split, whole chunks spread over it) and, for ragged
+  center, or Kaldi's win_length and snip_edges), the mel bands' centre
+  frequencies in Hz (from n_mels, fmin, fmax and mel_scale, slaney, htk
+  or kaldi) or MFCC's coefficient numbers, the log energy row of
+  Kaldi's use_energy (fbank's row 0, MFCC's c0) ticked "energy", one
+  colour scale; audio rows as waveforms (the samples as stored, s16
+  scaled to full scale), long ragged rows cut to --max-seconds. Without
+  --clip, rows spread over the labels and, within a label, over the
+  file (so over the splits). OUT-summary.png (OUT's name with -summary
+  before its extension) holds the facts of the file (the parameters its
+  attributes record: the framing, the bands, MFCC's n_mfcc, mfcc_bands
+  and cepstral_lifter, top_db), rows per split and label, the skipped
+  inputs and their reasons, a histogram of the values (of up to 2M
+  values a split, whole chunks spread over it) and, for ragged
   files, the rows' lengths. The extension picks the format (.png, .svg,
   .pdf). Needs matplotlib (pip install matplotlib, or the melpipe[plot]
   extra); zstd files need hdf5plugin or HDF5_PLUGIN_PATH.

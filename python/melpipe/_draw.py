@@ -48,6 +48,16 @@ def header(info):
     return text
 
 
+def energy_note(a):
+    """The words that say a frame's first value is its log energy
+    (Kaldi's use_energy), " (row 0: log energy)" or " (c0: log
+    energy)"; "" where it is not."""
+    if axes.energy_row(a) is None:
+        return ""
+    return " (%s: log energy)" % ("c0" if axes.feature(a) == "mfcc"
+                                  else "row 0")
+
+
 # -- the rows page
 
 
@@ -61,14 +71,18 @@ def rows_page(info, panels, of, clip, out):
     height = 1.4 + 2.5 * nrows  # inches: the title, then the panels
     width = 7 * ncols + 1
     fig = Figure(figsize=(width, height))
+    # the tick labels' width: "energy" is wider than "7.1k"
+    left = 0.56 + (0.2 if info.kind == "features" and
+                   axes.energy_row(info.attrs) is not None else 0)
     # features keep COLOUR_BAR inches on the right for the colour bar,
     # its ticks and its label, whatever the width
     grid = fig.add_gridspec(nrows, ncols, hspace=0.9, wspace=0.25,
-                            left=0.56 / width, right=1 - (
+                            left=left / width, right=1 - (
                                 COLOUR_BAR if info.kind == "features"
                                 else 0.25) / width,
                             top=1 - 1.15 / height, bottom=0.45 / height)
-    what = (axes.feature_words(info.attrs)[0] if info.kind == "features"
+    what = (axes.feature_words(info.attrs)[0] + energy_note(info.attrs)
+            if info.kind == "features"
             else "waveforms (the samples as stored)")
     if clip:
         which = "clip '%s', %s" % (
@@ -99,16 +113,32 @@ def colour_limits(panels):
     return float(lo), float(hi if hi > lo else lo + 1)
 
 
-def mel_ticks(info, n_mels):
-    """Band indices to tick and their centre frequencies' labels."""
-    hz = axes.mel_band_hz(info.attrs)
-    idx = spread_ticks(n_mels, 6)
-    if hz is None or len(hz) != n_mels:
-        return idx, [str(i) for i in idx], axes.feature_words(info.attrs)[1]
-    labels = ["%.1fk" % (hz[i] / 1000) if hz[i] >= 1000 else "%.0f" % hz[i]
-              for i in idx]
-    return idx, labels, "Hz (%s mel bands)" % info.attrs.get("mel_scale",
-                                                            "slaney")
+def feature_ticks(info, n_rows):
+    """Rows of a frame to tick, their labels and the axis' name: the
+    bands' centre frequencies (mel, fbank) or the rows' numbers (MFCC,
+    or a file without the bands' parameters), and "energy" on the log
+    energy row of Kaldi's use_energy."""
+    a = info.attrs
+    energy = axes.energy_row(a)
+    first = 0 if energy is None else 1  # the energy row comes first
+    hz = axes.mel_band_hz(a) if axes.feature(a) != "mfcc" else None
+    if hz is not None and len(hz) == n_rows - first:
+        bands = spread_ticks(len(hz), 6)
+        if first and len(bands) > 2:
+            bands = bands[1:]  # a label beside "energy" would overlap it
+        idx = [first + i for i in bands]
+        labels = ["%.1fk" % (hz[i] / 1000) if hz[i] >= 1000 else
+                  "%.0f" % hz[i] for i in bands]
+        name = "Hz (%s mel bands)" % a.get("mel_scale", "slaney")
+    else:
+        idx = spread_ticks(n_rows, 6)
+        labels = [str(i) for i in idx]
+        name = axes.feature_words(a)[1]
+    if energy is not None and n_rows:
+        if energy not in idx:
+            idx, labels = [energy] + idx, [""] + labels
+        labels[idx.index(energy)] = "energy"
+    return idx, labels, name
 
 
 def spread_ticks(n, k):
@@ -138,7 +168,9 @@ def draw_spectrograms(fig, info, panels, grid_axes):
             image = ax.imshow(x, origin="lower", aspect="auto",
                               interpolation="nearest", extent=extent,
                               cmap="magma", vmin=vmin, vmax=vmax)
-        ticks, labels, name = mel_ticks(info, n_mels)
+        if axes.energy_row(info.attrs) is not None and n:
+            ax.axhline(0.5, color="white", lw=0.8)  # energy | the rest
+        ticks, labels, name = feature_ticks(info, n_mels)
         ax.set_yticks(ticks)
         ax.set_yticklabels(labels, fontsize=8)
         ax.set_ylabel(name, fontsize=8)
@@ -234,22 +266,62 @@ def facts(info, summary):
                  ", ".join("%s %s" % (g, list(s))
                            for g, s in info.shapes.items()),
                  "+".join(info.filters), info.size / 1e6)]
-    if info.kind == "features" and axes.feature(a) == "fbank":
-        lines.append("n_fft %s, win_length %s, fmin %s, fmax %s Hz, %s "
-                     "scale, log %s, snip_edges %s, use_energy %s" % (
-                         a.get("n_fft"), a.get("win_length"), a.get("fmin"),
-                         a.get("fmax"), a.get("mel_scale"), a.get("log"),
-                         a.get("snip_edges"), a.get("use_energy")))
-    elif info.kind == "features" and "n_mels" in a:
-        lines.append("n_fft %s, fmin %s, fmax %s Hz, %s scale, log %s, "
-                     "center %s" % (a.get("n_fft"), a.get("fmin"),
-                                    a.get("fmax"), a.get("mel_scale"),
-                                    a.get("log"), a.get("center")))
+    if info.kind == "features":
+        lines += parameter_lines(a)
     prov = a.get("provenance", [])
     if isinstance(prov, str):
         prov = [prov]
     lines.append("made by: " + " | ".join(s.split("\t")[0] for s in prov))
     return lines
+
+
+def said(a, *keys):
+    """["key value", ...] for each of keys the attributes a hold, in
+    order: what the file says, and nothing for what it does not."""
+    return ["%s %s" % (k, a[k]) for k in keys if k in a]
+
+
+def samples_ms(a, key):
+    """["key N (T ms)"] for a length in samples, the time where the
+    file gives its rate; [] where it lacks key."""
+    if key not in a:
+        return []
+    sr = axes.sample_rate(a)
+    try:
+        ms = " (%g ms)" % (1000.0 * float(a[key]) / sr) if sr else ""
+    except (TypeError, ValueError):
+        ms = ""
+    return ["%s %s%s" % (key, a[key], ms)]
+
+
+def parameter_lines(a):
+    """How a features file's frames were made, in the attributes' own
+    names and values (formats/hdf5.md): the framing (Kaldi's
+    win_length, hop_length and snip_edges; or n_fft, hop_length and
+    center), the bands and, for MFCC, the coefficients."""
+    name = axes.feature(a)
+    if axes.kaldi_framing(a):
+        frames = (samples_ms(a, "win_length") + samples_ms(a, "hop_length")
+                  + said(a, "n_fft", "snip_edges", "window"))
+    else:
+        frames = (said(a, "n_fft") + samples_ms(a, "win_length")
+                  + samples_ms(a, "hop_length") + said(a, "center",
+                                                       "window"))
+    bands = said(a, "n_mels")
+    if "mel_scale" in a:
+        bands.append("%s scale" % a["mel_scale"])
+    if "fmin" in a and "fmax" in a:
+        bands.append("fmin %s to fmax %s Hz" % (a["fmin"], a["fmax"]))
+    bands += said(a, "log", "top_db")
+    # Kaldi's use_energy: fbank's row 0, MFCC's c0 (energy_note says)
+    energy = [s + energy_note(a) for s in said(a, "use_energy")] \
+        if axes.kaldi_framing(a) else []
+    coefs = said(a, "n_mfcc", "mfcc_bands", "cepstral_lifter") + energy
+    if name != "mfcc":
+        bands, coefs = bands + energy, []
+    return ["%s: %s" % (what, ", ".join(items)) for what, items in
+            (("frames", frames), ("bands", bands), ("MFCC", coefs))
+            if items]
 
 
 def split_label_table(ax, info, summary):

@@ -79,6 +79,44 @@ def check_filters(ds, path):
             "Python starts" % (path, ds.name, fid, name, how))
 
 
+def clip_rows(attrs):
+    """(K, N) such that row r of /clips holds clip index K + r * N:
+    the shard K/N of a shard file (its root attribute shard,
+    formats/hdf5.md, Shard files), (0, 1) in a whole or merged file.
+    The groups' clip columns hold clip indices, the whole job's."""
+    shard = attrs.get("shard")
+    if shard is None:
+        return 0, 1
+    try:
+        k, n = (int(x) for x in str(shard).split("/"))
+    except ValueError:
+        raise FormatError("unreadable shard attribute '%s'" % shard) \
+            from None
+    if not 0 <= k < n:
+        raise FormatError("unreadable shard attribute '%s'" % shard)
+    return k, n
+
+
+def clip_row(attrs, clip, rows, path):
+    """The row of /clips (of rows rows) that holds clip index clip, or
+    IndexError naming the clip and the clips the file holds."""
+    k, n = clip_rows(attrs)
+    r, off = divmod(clip - k, n)
+    if clip >= 0 and off == 0 and 0 <= r < rows:
+        return r
+    last = k + (rows - 1) * n
+    if rows <= 2:
+        which = ["no clips", "clip %d" % k,
+                 "clips %d and %d" % (k, last)][rows]
+    elif n == 1:
+        which = "clips 0 to %d" % last
+    else:
+        which = "clips %d, %d, ..., %d" % (k, k + n, last)
+    shard = " (shard %d/%d)" % (k, n) if n > 1 or "shard" in attrs else ""
+    raise IndexError("clip %d is not in '%s'%s, which holds %s"
+                     % (clip, path, shard, which))
+
+
 def root_attrs(f):
     """The root attributes as Python values (strings decoded)."""
     out = {}

@@ -79,10 +79,11 @@ def frame_times(attrs, n_frames, offset=0):
     row's n_frames frames, the row starting at sample offset of the
     clip: frame k covers samples k * hop_length .. + n_fft of the row,
     centred on its first (center=1, gpumel's default) or on its middle
-    (center=0); a Kaldi fbank frame of win_length samples on its middle
-    (snip_edges=1), or, without snip_edges, on hop_length / 2 past the
-    frame's start (Kaldi's frames then start at k * hop + hop / 2 -
-    win_length / 2). None without hop_length and sample_rate."""
+    (center=0); a Kaldi frame (fbank, and MFCC of it) of win_length
+    samples on its middle (snip_edges=1), or, without snip_edges, on
+    hop_length / 2 past the frame's start (Kaldi's frames then start at
+    k * hop + hop / 2 - win_length / 2). None without hop_length and
+    sample_rate."""
     sr = sample_rate(attrs)
     try:
         hop = int(attrs["hop_length"])
@@ -90,7 +91,7 @@ def frame_times(attrs, n_frames, offset=0):
         return None
     if sr is None or hop <= 0:
         return None
-    if feature(attrs) == "fbank":
+    if kaldi_framing(attrs):
         shift = (int(attrs.get("win_length", 0)) / 2
                  if int(attrs.get("snip_edges", 1)) else hop / 2)
     else:
@@ -121,6 +122,27 @@ FEATURES = {
 def feature(attrs):
     """The feature attribute: mel where the file does not say."""
     return str(attrs.get("feature", "mel"))
+
+
+def kaldi_framing(attrs):
+    """Whether the frames are Kaldi's (gpumel --preset kaldi): fbank, or
+    MFCC of fbank bands; win_length samples every hop_length, placed by
+    snip_edges, where mel's frames are n_fft samples placed by center."""
+    name = feature(attrs)
+    return name == "fbank" or (name == "mfcc" and
+                               str(attrs.get("mfcc_bands", "")) == "fbank")
+
+
+def energy_row(attrs):
+    """The row of a frame that holds the frame's log energy, or None:
+    row 0 with use_energy 1 in Kaldi's features (formats/hdf5.md: fbank's
+    energy row before its n_mels bands, or MFCC's coefficient 0)."""
+    if not kaldi_framing(attrs):
+        return None
+    try:
+        return 0 if int(attrs.get("use_energy", 0)) else None
+    except (TypeError, ValueError):
+        return None
 
 
 def feature_words(attrs):

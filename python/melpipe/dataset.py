@@ -276,34 +276,41 @@ class MelDataset:
     def meta(self, i):
         """Meta(path, clip, segment, offset, label) of row i: the input
         file (relative to its folder; undecodable bytes kept as
-        surrogates), its row in /clips, the segment index and first
-        sample in the clip."""
+        surrogates), its clip index (what clip_info takes: the row of
+        /clips in a whole file; the whole job's index in a shard file,
+        as its clip columns hold it), the segment index and first sample
+        in the clip."""
+        i = self._row_index(i)
         self._features()
         g = self._f[self.split]
         clip = int(g["clip"][i])
         if self._paths is None:
             self._paths = self._f["clips/path"][()]
-        return Meta(_h5.text(self._paths[clip]), clip, int(g["segment"][i]),
+        row = _h5.clip_row(self.attrs, clip, len(self._paths), self.path)
+        return Meta(_h5.text(self._paths[row]), clip, int(g["segment"][i]),
                     int(g["offset"][i]), int(self._columns()["label"][i]))
 
     def clip_info(self, clip):
         """ClipInfo(path, label, split, n_samples, sample_rate,
-        source_rate, source_channels) of row clip of /clips (a row's
-        clip: meta(i).clip): the input file, its label id, split name,
-        samples and rate as stored (after wavcat's resampling), and the
-        file's own rate and channels before it, 0 where unknown (a
-        skipped input that could not be opened, or a file written before
-        h5pack stored them)."""
+        source_rate, source_channels) of clip index clip (a row's clip:
+        meta(i).clip; in a shard file K/N, row (clip - K) / N of
+        /clips): the input file, its label id, split name, samples and
+        rate as stored (after wavcat's resampling), and the file's own
+        rate and channels before it, 0 where unknown (a skipped input
+        that could not be opened, or a file written before h5pack stored
+        them). IndexError, naming the clips the file holds, for a clip
+        it does not hold."""
         self._features()
         c = self._f["clips"]
-        clip = int(clip)
+        row = _h5.clip_row(self.attrs, int(clip), c["path"].shape[0],
+                           self.path)
 
         def own(name):
-            return int(c[name][clip]) if name in c else 0
-        return ClipInfo(_h5.text(c["path"][clip]), int(c["label"][clip]),
-                        SPLIT_NAMES[int(c["split"][clip])],
-                        int(c["n_samples"][clip]),
-                        int(c["sample_rate"][clip]), own("source_rate"),
+            return int(c[name][row]) if name in c else 0
+        return ClipInfo(_h5.text(c["path"][row]), int(c["label"][row]),
+                        SPLIT_NAMES[int(c["split"][row])],
+                        int(c["n_samples"][row]),
+                        int(c["sample_rate"][row]), own("source_rate"),
                         own("source_channels"))
 
     # -- chunks, for ChunkSampler

@@ -66,19 +66,30 @@ class Info:
         self.layout, self.kind = first.layout, first.kind
         self.dtype = str(self.attrs.get("dtype", first.stored_dtype))
         self.size = os.path.getsize(path)
+        # row r of /clips is clip index first + r * step (shard files)
+        self.first_clip, self.clip_step = _h5.clip_rows(self.attrs)
 
     def label_name(self, label):
         if 0 <= label < len(self.labels):
             return self.labels[label]
         return "(no label)"
 
+    def clip_path(self, clip):
+        """The path of clip index clip (a clip column's value), "?"
+        where /clips has no row for it."""
+        try:
+            row = _h5.clip_row(self.attrs, clip, len(self.clip_paths),
+                               self.path)
+        except IndexError:
+            return "?"
+        return self.clip_paths[row]
+
     def picked(self, split, row):
         c = self.columns[split]
         clip = int(c["clip"][row])
-        path = self.clip_paths[clip] if 0 <= clip < len(self.clip_paths) \
-            else "?"
-        return Picked(split, int(row), clip, path, int(c["label"][row]),
-                      int(c["segment"][row]), int(c["offset"][row]))
+        return Picked(split, int(row), clip, self.clip_path(clip),
+                      int(c["label"][row]), int(c["segment"][row]),
+                      int(c["offset"][row]))
 
 
 def filter_names(ds):
@@ -129,9 +140,9 @@ def pick_rows(info, k):
 
 
 def find_clip(info, name):
-    """The row of /clips named by name: its key (the input's path
-    relative to its folder), or a path that ends with the key or that
-    the key ends with (demo/data/yes/a.wav, yes/a.wav, a.wav)."""
+    """The clip index of the clip named by name: its key (the input's
+    path relative to its folder), or a path that ends with the key or
+    that the key ends with (demo/data/yes/a.wav, yes/a.wav, a.wav)."""
     paths = info.clip_paths
     hits = [i for i, p in enumerate(paths) if p == name]
     if not hits:
@@ -147,7 +158,7 @@ def find_clip(info, name):
         raise ShowError("'%s' names %d clips ('%s', '%s', ...): give more "
                         "of its path" % (name, len(hits), paths[hits[0]],
                                          paths[hits[1]]))
-    return hits[0]
+    return info.first_clip + hits[0] * info.clip_step
 
 
 def pick_clip(info, name, k):
@@ -158,9 +169,10 @@ def pick_clip(info, name, k):
         for r in np.flatnonzero(info.columns[g]["clip"] == clip):
             out.append(info.picked(g, r))
     if not out:
-        why = [r for p, r in info.skipped if p == info.clip_paths[clip]]
+        path = info.clip_path(clip)
+        why = [r for p, r in info.skipped if p == path]
         raise ShowError("clip '%s' has no rows in '%s'%s"
-                        % (info.clip_paths[clip], info.path,
+                        % (path, info.path,
                            ": skipped, " + why[0] if why else ""))
     out.sort(key=lambda p: (p.segment, p.offset))
     return out[:k], len(out)

@@ -6,6 +6,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import wave
 
 import numpy as np
@@ -13,6 +14,13 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+# this checkout's package, wherever pytest starts (make python-check
+# starts it in python/, where melpipe is importable already), for the
+# tests and the Pythons they start
+PACKAGE_DIR = os.path.dirname(HERE)
+sys.path.insert(0, PACKAGE_DIR)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [PACKAGE_DIR] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 BIN = os.environ.get("MELPIPE_BIN", os.path.join(ROOT, "bin"))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 RATE = 4096
@@ -106,3 +114,29 @@ def datasets(tmp_path_factory):
 def have_recdump():
     return os.access(os.path.join(BIN, "recdump"), os.X_OK) and \
         shutil.which("true") is not None
+
+
+@pytest.fixture(scope="session")
+def shards(datasets, tmp_path_factory):
+    """The feat-fixed stream run whole, as its 3 shards (wavcat --shard
+    K/3, each its own h5pack file: docs/shards.md) and as those shards
+    merged (h5pack --merge): {"whole": path, "merged": path, "parts":
+    [path of shard K]}."""
+    d = tmp_path_factory.mktemp("shards")
+    data = os.path.join(os.path.dirname(datasets["feat-fixed", "none"]),
+                        "DATA")
+    wargs, stages = STREAMS["feat-fixed"]
+    wavcat = ["wavcat", "-q", "--rate", str(RATE)] + wargs
+
+    def run(shard, out):
+        cmd = wavcat + (["--shard", shard] if shard else []) + [data]
+        run_pipeline([cmd] + stages + [["h5pack", "-q", "-o", out]],
+                     os.devnull)
+    out = {"whole": str(d / "whole.h5"), "merged": str(d / "merged.h5"),
+           "parts": [str(d / ("part-%d.h5" % k)) for k in range(3)]}
+    run(None, out["whole"])
+    for k, part in enumerate(out["parts"]):
+        run("%d/3" % k, part)
+    run_pipeline([["h5pack", "-q", "--merge", "-o", out["merged"]] +
+                  out["parts"]], os.devnull)
+    return out

@@ -251,3 +251,56 @@ def test_clip_info_gives_the_files_own_rate(datasets, tmp_path):
         del f["clips/source_rate"], f["clips/source_channels"]
     info = melpipe.MelDataset(old, "training").clip_info(m.clip)
     assert (info.source_rate, info.source_channels) == (0, 0)
+
+
+def test_meta_and_clip_info_of_shard_files(shards):
+    """A shard file's clip columns hold the whole job's clip indices,
+    its /clips only the shard's clips (row r: clip K + r N,
+    formats/hdf5.md, Shard files): meta and clip_info give what the
+    whole run's file gives for the same clip; the merged file is the
+    whole run's."""
+    for path in shards["parts"] + [shards["merged"]]:
+        for split in splits_of(path):
+            ds = melpipe.MelDataset(path, split)
+            whole = melpipe.MelDataset(shards["whole"], split)
+            with h5py.File(path) as f:
+                g = f[split]
+                cols = [g[k][()] for k in ("clip", "segment", "offset")]
+            for i in range(len(ds)):
+                m = ds.meta(i)
+                assert (m.clip, m.segment, m.offset) == \
+                    tuple(int(c[i]) for c in cols)
+                assert m.path == whole.clip_info(m.clip).path
+                assert ds.clip_info(m.clip) == whole.clip_info(m.clip)
+                if path == shards["merged"]:
+                    assert m == whole.meta(i)
+    whole = melpipe.MelDataset(shards["whole"])
+    for k, part in enumerate(shards["parts"]):
+        ds = melpipe.MelDataset(part)
+        with h5py.File(part) as f:
+            rows = f["clips/path"].shape[0]
+        for clip in range(k, k + 3 * rows, 3):  # rows or not in ds's split
+            assert ds.clip_info(clip) == whole.clip_info(clip)
+
+
+def test_clip_info_out_of_range_says_which_clips(shards):
+    """clip_info of a clip the file does not hold: IndexError naming the
+    clip and the clips it holds, not h5py's bare one."""
+    with h5py.File(shards["whole"]) as f:
+        n = f["clips/path"].shape[0]
+    whole = melpipe.MelDataset(shards["whole"])
+    for clip in (n, n + 100, -1):
+        with pytest.raises(IndexError) as e:
+            whole.clip_info(clip)
+        assert str(e.value) == "clip %d is not in '%s', which holds " \
+            "clips 0 to %d" % (clip, shards["whole"], n - 1)
+    part = shards["parts"][1]
+    with h5py.File(part) as f:
+        last = 1 + 3 * (f["clips/path"].shape[0] - 1)
+    ds = melpipe.MelDataset(part)
+    assert last + 3 >= n > last
+    for clip in (0, 2, last + 3):
+        with pytest.raises(IndexError) as e:
+            ds.clip_info(clip)
+        assert str(e.value) == "clip %d is not in '%s' (shard 1/3), " \
+            "which holds clips 1, 4, ..., %d" % (clip, part, last)

@@ -91,6 +91,26 @@ def test_clip_picks_its_rows(datasets, tmp_path):
         assert [r.segment for r in rows] == want and of == len(want)
 
 
+def test_rows_of_shard_files(shards, tmp_path):
+    """A shard file's clip columns hold the whole job's clip indices:
+    the rows drawn name their own clips' paths, and --clip finds a
+    clip's rows, as in the whole run's file."""
+    whole = show.Info(shards["whole"])
+    for part in shards["parts"]:
+        shown = show.show(part, str(tmp_path / "p.png"), rows=4,
+                          summary=False)
+        assert shown.rows
+        for r in shown.rows:
+            assert r.path == whole.clip_paths[r.clip], r
+            assert r.path in shown.titles[shown.rows.index(r)]
+        key = shown.rows[-1].path
+        rows, of = show.pick_clip(show.Info(part), key, 50)
+        want, n = show.pick_clip(whole, key, 50)
+        assert [(r.clip, r.path, r.split, r.segment) for r in rows] == \
+            [(r.clip, r.path, r.split, r.segment) for r in want]
+        assert of == n
+
+
 def test_axes_from_the_recorded_parameters():
     librosa = pytest.importorskip("librosa")
     for scale in ("slaney", "htk"):
@@ -120,8 +140,11 @@ def test_axes_of_kaldi_fbank():
     for snip in (1, 0):
         a["snip_edges"] = snip
         starts = kaldi_ref.frame_starts(16000, 400, 160, snip)[:5]
-        assert np.allclose(axes.frame_times(a, 5, 800),
-                           (800 + starts + 400 / 2) / 16000)
+        want = (800 + starts + 400 / 2) / 16000
+        assert np.allclose(axes.frame_times(a, 5, 800), want)
+        # MFCC of those bands (--preset kaldi --mfcc): the same frames
+        mfcc = dict(a, feature="mfcc", mfcc_bands="fbank", n_mfcc=13)
+        assert np.allclose(axes.frame_times(mfcc, 5, 800), want)
 
 
 def test_cli_prints_pages_and_errors_in_one_line(datasets, tmp_path,
@@ -168,7 +191,10 @@ def test_missing_matplotlib_named(datasets, tmp_path):
 @pytest.fixture(scope="module")
 def one_fbank(datasets, tmp_path_factory):
     """A one-row dataset of Kaldi filterbank features (gpumel --preset
-    kaldi, 23 bins), and a copy whose feature attribute says mfcc."""
+    kaldi, 23 bins), and a copy whose feature attribute says mfcc; the
+    same clip with the log energy row (--use-energy), as Kaldi's MFCC
+    with the energy as c0 (--mfcc 13 --use-energy) and as librosa's MFCC
+    (--mfcc 20, top_db 80)."""
     d = tmp_path_factory.mktemp("one")
     rate, n = 16000, 16000
     x = 0.3 * np.sin(2 * np.pi * 440 * np.arange(n) / rate)
@@ -185,7 +211,17 @@ def one_fbank(datasets, tmp_path_factory):
     shutil.copy(fbank, mfcc)
     with h5py.File(mfcc, "r+") as f:
         f.attrs["feature"] = "mfcc"
-    return {"fbank": fbank, "mfcc": mfcc}
+    out = {"fbank": fbank, "mfcc": mfcc}
+    for name, args in (("fbank-energy", ["--preset", "kaldi",
+                                         "--use-energy"]),
+                       ("mfcc-kaldi", ["--preset", "kaldi", "--mfcc", "13",
+                                       "--use-energy"]),
+                       ("mfcc-mel", ["--mfcc", "20"])):
+        out[name] = str(d / (name + ".h5"))
+        run_pipeline([["wavcat", "-q", "--split", "none", wav],
+                      ["gpumel", "-q", "--device", "cpu"] + args,
+                      ["h5pack", "-q", "-o", out[name]]], os.devnull)
+    return out
 
 
 @pytest.fixture
@@ -225,7 +261,91 @@ def test_titles_say_the_feature(one_fbank, tmp_path, figures, feature, what,
     assert "mel" not in title.replace("melpipe", ""), title
 
 
-@pytest.mark.parametrize("case", ["fbank", ("feat-fixed", "none")], ids=str)
+# what the summary names of each file: the attributes of its framing,
+# its bands and its coefficients, as the file holds them
+SAID = {
+    "fbank": ("win_length", "hop_length", "snip_edges", "n_mels",
+              "use_energy"),
+    "fbank-energy": ("win_length", "hop_length", "snip_edges", "n_mels",
+                     "use_energy"),
+    "mfcc-kaldi": ("win_length", "hop_length", "snip_edges", "n_mels",
+                   "n_mfcc", "mfcc_bands", "cepstral_lifter", "use_energy"),
+    "mfcc-mel": ("n_fft", "hop_length", "center", "n_mels", "top_db",
+                 "n_mfcc", "mfcc_bands"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAID))
+def test_summary_says_the_parameters(one_fbank, tmp_path, figures, name):
+    """The summary's facts name each parameter the file records, with
+    its value, and nothing the file lacks (no "None")."""
+    show.show(one_fbank[name], str(tmp_path / "s.png"))
+    facts = [t.get_text() for t in texts(figures[1])
+             if "made by:" in t.get_text()]
+    assert len(facts) == 1
+    with h5py.File(one_fbank[name]) as f:
+        a = {k: f.attrs[k] for k in SAID[name]}
+        a = {k: v.decode() if isinstance(v, bytes) else v
+             for k, v in a.items()}
+        kaldi = "snip_edges" in f.attrs
+        assert kaldi == ("center" not in f.attrs), list(f.attrs)
+    for k, v in a.items():
+        assert re.search(r"\b%s %s\b" % (k, re.escape(str(v))), facts[0]), \
+            (k, v, facts[0])
+    assert "None" not in facts[0], facts[0]
+    if kaldi:
+        assert "center" not in facts[0], facts[0]
+
+
+@pytest.mark.parametrize("name,energy", [
+    ("fbank", None), ("fbank-energy", "row 0"), ("mfcc-kaldi", "c0"),
+    ("mfcc-mel", None)])
+def test_energy_row_labelled(one_fbank, tmp_path, figures, name, energy):
+    """Kaldi's --use-energy puts the frame's log energy first (fbank:
+    a row before the n_mels bands; MFCC: coefficient 0): the rows page
+    says so in its title and ticks that row "energy"; the bands keep
+    their frequencies, one row up."""
+    show.show(one_fbank[name], str(tmp_path / "e.png"), summary=False)
+    fig = figures[0]
+    title = fig._suptitle.get_text()
+    ax = [x for x in fig.axes if x.get_ylabel()][0]
+    ticks = dict(zip(ax.get_yticks(),
+                     (t.get_text() for t in ax.get_yticklabels())))
+    with h5py.File(one_fbank[name]) as f:
+        n = f["all/features"].shape[1]
+        attrs = dict(f.attrs)
+    if energy is None:
+        assert "energy" not in title and "energy" not in ticks.values()
+    else:
+        assert "(%s: log energy)" % energy in title, title
+        assert ticks[0] == "energy", ticks
+    if name.startswith("mfcc"):
+        assert ax.get_ylabel() == "coefficient"
+        assert all(v in ("energy", str(int(k))) for k, v in ticks.items())
+        return
+    first = 1 if energy else 0
+    assert n == attrs["n_mels"] + first
+    hz = axes.mel_band_hz(attrs)
+    for row, label in ticks.items():
+        if row >= first:
+            want = hz[int(row) - first]
+            got = float(label[:-1]) * 1000 if label.endswith("k") \
+                else float(label)
+            assert abs(got - want) <= 0.05 * want, (row, label, want)
+
+
+def test_mfcc_rows_are_coefficients(one_fbank, tmp_path, figures):
+    """MFCC rows are coefficients, not bands, even where n_mfcc is the
+    bands' count: no frequencies on their axis."""
+    show.show(one_fbank["mfcc"], str(tmp_path / "m.png"), summary=False)
+    ax = [x for x in figures[0].axes if x.get_ylabel()][0]
+    assert ax.get_ylabel() == "coefficient"
+    assert [t.get_text() for t in ax.get_yticklabels()] == \
+        [str(int(k)) for k in ax.get_yticks()]
+
+
+@pytest.mark.parametrize("case", ["fbank", "fbank-energy",
+                                  ("feat-fixed", "none")], ids=str)
 def test_no_text_cut_off_at_the_edges(datasets, one_fbank, tmp_path, figures,
                                       case):
     """A narrow picture (one column of panels) keeps the colour bar's
