@@ -67,7 +67,7 @@ test_expect_success 'bench-rss.py lets go of the pipes: the stages keep zero cop
 '
 
 test_expect_success 'scripts/bench, the 10-second job on the CPU: every row, PSS' '
-	$TOP/scripts/bench --cpu --clips 12 --runs 2 --dir ten \
+	OUT= $TOP/scripts/bench --cpu --clips 12 --runs 2 --dir ten \
 		--bin "$MELPIPE_BIN" >out 2>err &&
 	test_grep "^# melpipe benchmark results: the 10-second job" ten/bench.md &&
 	test_grep "^| pipeline end to end (gpumel --device cpu) | " ten/bench.md &&
@@ -78,7 +78,7 @@ test_expect_success 'scripts/bench, the 10-second job on the CPU: every row, PSS
 '
 
 test_expect_success 'scripts/bench --job keyword-spotting: its data, no segment, its rows' '
-	$TOP/scripts/bench --cpu --job keyword-spotting --clips 30 --runs 1 \
+	OUT= $TOP/scripts/bench --cpu --job keyword-spotting --clips 30 --runs 1 \
 		--dir kws --bin "$MELPIPE_BIN" >out 2>err &&
 	md=kws/bench-keyword-spotting.md &&
 	test_grep "^# melpipe benchmark results: the keyword-spotting job" $md &&
@@ -131,7 +131,7 @@ if TORCH=$(torch_py); then
 	'
 
 	test_expect_success 'scripts/bench --torch-anchors: both loaders, said to be a smoke test' '
-		$TOP/scripts/bench --cpu --torch-anchors --torch-python "$TORCH" \
+		OUT= $TOP/scripts/bench --cpu --torch-anchors --torch-python "$TORCH" \
 			--clips 12 --runs 1 --dir tt --bin "$MELPIPE_BIN" \
 			>out 2>err &&
 		test_grep "DataLoader workers (one a core)" tt/bench.md &&
