@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """bench-run - the body of scripts/bench (run that, not this).
 
-Makes the data of the 10-second job, then measures side by side, in
-rounds, the parallel read floor, the melpipe pipeline end to end, each
-stage alone on a recorded stream, gpumel's kernels alone
-(bin/gpumel-cuda-bench), and the Python anchor a user would write
-instead; prints a table and writes it as markdown. docs/BENCHMARKS.md
-says what every row means.
+Makes the data of a job (the 10-second job, or with --job
+keyword-spotting the keyword-spotting job), then measures side by side,
+in alternated rounds, the parallel read floor, the melpipe pipeline end
+to end, the Python anchors a user would write instead, each stage alone
+on a recorded stream and gpumel's kernels alone (bin/gpumel-cuda-bench);
+prints a table and writes it as markdown. docs/BENCHMARKS.md says what
+every row means.
 """
 import argparse
 import json
@@ -20,32 +21,64 @@ import subprocess
 import sys
 import time
 
+import bench_report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-
-# The 10-second job (docs/BENCHMARKS.md): 10 s clips at 4096 Hz, 512
-# sample windows with hop 512, n_fft 512, hop 512, 32 mels, dB, f16.
-RATE, SECONDS = 4096, 10
-SEG_LEN, SEG_HOP = 512, 512
-N_FFT, HOP, N_MELS = 512, 512, 32
-SEGS_PER_CLIP = (RATE * SECONDS - SEG_LEN) // SEG_HOP + 1
-MEL_FRAMES = 316480            # kernels-alone batch: 3,956 clips' windows
 SPLITS = ("training", "validation", "testing")
+PSS_INTERVAL_MS = 20           # how often bench-rss.py samples each stage
 
-# Targets (docs/BENCHMARKS.md), as (key, text, goal, higher_is_better).
-TARGETS_GPU = [
-    ("speedup_anchor", "pipeline vs torchaudio anchor (x faster)", 8.0, 1),
-    ("pipe_over_floor", "pipeline / parallel read floor", 3.0, 0),
-    ("pipe_over_slowest", "pipeline / slowest stage alone", 1.3, 0),
-    ("gpumel_gbs", "gpumel alone, GB/s of s16 input", 3.0, 1),
-    ("kernels_vs_torch", "gpumel kernels vs torchaudio MelSpectrogram "
-     "(x faster, same batch)", 5.0, 1),
-]
-TARGETS_CPU = [
-    ("speedup_anchor", "pipeline vs numpy anchor (x faster; issue 4's "
-     "2-core target)", 5.0, 1),
-    ("pipe_over_slowest", "pipeline / slowest stage alone", 1.3, 0),
-]
+
+class Job:
+    """A benchmark job (docs/BENCHMARKS.md, "The jobs"): its data, its
+    pipeline's options, its anchors' options and its outputs' shape."""
+
+    def __init__(self, name, title, clips, rate, seconds, labels, wavcat,
+                 seg, n_fft, hop, n_mels, data_dir, anchor_args,
+                 kernel_batch, stem):
+        self.name, self.title, self.clips = name, title, clips
+        self.rate, self.seconds, self.labels = rate, seconds, labels
+        self.wavcat_opts, self.seg = wavcat, seg
+        self.n_fft, self.hop, self.n_mels = n_fft, hop, n_mels
+        self.data_dir, self.anchor_args = data_dir, anchor_args
+        self.kernel_batch, self.stem = kernel_batch, stem
+        samples = rate * seconds
+        # Rows a clip gives, and the samples and mel frames of each row.
+        if seg:
+            self.rows_per_clip = (samples - seg[0]) // seg[1] + 1
+            self.row_samples = seg[0]
+        else:
+            self.rows_per_clip, self.row_samples = 1, samples
+        self.frames = 1 + (self.row_samples - n_fft) // hop
+        self.stages = ("wavcat", "segment", "gpumel", "h5pack") if seg \
+            else ("wavcat", "gpumel", "h5pack")
+
+    def sample_bytes(self, clips):
+        return clips * 2 * self.rate * self.seconds
+
+    def gpumel_opts(self):
+        return f"--n-fft {self.n_fft} --hop {self.hop} " \
+            f"--n-mels {self.n_mels} --no-center --log db --dtype f16"
+
+
+JOBS = {
+    # 10 s clips at 4096 Hz, 512-sample windows with hop 512, one frame
+    # of 32 mels each (n_fft 512), dB, f16. The anchors' defaults are
+    # this job's; the kernels-alone batch is 3,956 clips' windows.
+    "ten-second": Job(
+        "ten-second", "the 10-second job", 39563, 4096, 10, None,
+        "--rate 4096", (512, 512), 512, 512, 32, "data-{n}", [],
+        316480, "bench"),
+    # Speech Commands' shape: 1 s clips at 16 kHz, no segmenting, 97
+    # frames of 40 mels (n_fft 512, hop 160), dB, f16; the kernels-alone
+    # batch is a tenth of the clips, as the 10-second job's.
+    "keyword-spotting": Job(
+        "keyword-spotting", "the keyword-spotting job", 105829, 16000, 1,
+        10, "--rate 16000 --duration 1", None, 512, 160, 40, "kws-{n}",
+        ["--rate", "16000", "--seconds", "1", "--seg-len", "16000",
+         "--n-fft", "512", "--hop", "160", "--n-mels", "40"],
+        10583, "bench-keyword-spotting"),
+}
 
 
 class BenchError(Exception):
@@ -62,18 +95,6 @@ def note(msg):
 
 def q(s):
     return shlex.quote(str(s))
-
-
-def fmt_s(x):
-    if x is None:
-        return "-"
-    return f"{x:.3f}" if x < 100 else f"{x:.1f}"
-
-
-def fmt_x(x):
-    if x is None:
-        return "-"
-    return f"{x:.2f}x" if x < 100 else f"{x:.0f}x"
 
 
 # ---------------------------------------------------------------------------
@@ -144,7 +165,8 @@ def help_text(prog, env):
 class Tools:
     """Paths, environments and the program command lines."""
 
-    def __init__(self, a, gpu):
+    def __init__(self, a, gpu, job):
+        self.job = job
         self.bin = os.path.abspath(a.bin)
         self.env = dict(os.environ)
         libs = a.libs or os.environ.get("MELPIPE_LIBS")
@@ -180,8 +202,6 @@ class Tools:
             "torchaudio" in self.help["gpumel"]
         cb = os.path.join(self.bin, "gpumel-cuda-bench")
         self.cuda_bench = cb if os.access(cb, os.X_OK) else None
-        time_bin = "/usr/bin/time"
-        self.time_bin = time_bin if os.access(time_bin, os.X_OK) else None
 
     def prog(self, name):
         return os.path.join(self.bin, name)
@@ -190,32 +210,29 @@ class Tools:
         return " -v" if self.verbose[name] else ""
 
     def wavcat(self, data):
-        return f"{q(self.prog('wavcat'))}{self.v('wavcat')} --rate {RATE} " \
-            f"{q(data)}"
+        return f"{q(self.prog('wavcat'))}{self.v('wavcat')} " \
+            f"{self.job.wavcat_opts} {q(data)}"
 
     def segment(self):
         return f"{q(self.prog('segment'))}{self.v('segment')} " \
-            f"--len {SEG_LEN} --hop {SEG_HOP}"
+            f"--len {self.job.seg[0]} --hop {self.job.seg[1]}"
 
     def gpumel(self):
         # The torchaudio preset makes the pipeline compute exactly what
         # the anchors compute (HTK mel scale, no filter norm); the options
-        # after it are the 10-second job's.
+        # after it are the job's.
         preset = " --preset torchaudio" if self.preset else ""
         return f"{q(self.prog('gpumel'))}{self.v('gpumel')}{preset} " \
-            f"--n-fft {N_FFT} --hop {HOP} --n-mels {N_MELS} --no-center " \
-            f"--log db --dtype f16 --device {self.device}"
+            f"{self.job.gpumel_opts()} --device {self.device}"
 
     def h5pack(self, out):
         return f"{q(self.prog('h5pack'))}{self.v('h5pack')} -o {q(out)}"
 
     def rss_wrap(self, cmd, rss_file):
         """cmd (one program and its arguments) run so that its peak RSS
-        lands in rss_file."""
-        if self.time_bin:
-            return f"{self.time_bin} -f %M -o {q(rss_file)} {cmd}"
+        and its peak PSS, sampled, land in rss_file."""
         return f"{q(sys.executable)} {q(os.path.join(HERE, 'bench-rss.py'))}" \
-            f" {q(rss_file)} {cmd}"
+            f" --pss {PSS_INTERVAL_MS} {q(rss_file)} {cmd}"
 
 
 # ---------------------------------------------------------------------------
@@ -292,18 +309,19 @@ class Row:
 # Data, checks
 
 
-def gen_data(a, root, clips):
-    d = os.path.join(root, f"data-{clips}")
-    need = clips * (44 + 2 * RATE * SECONDS)
+def gen_data(job, root, clips):
+    d = os.path.join(root, job.data_dir.format(n=clips))
+    need = clips * 44 + job.sample_bytes(clips)
     if not os.path.exists(os.path.join(d, ".bench-params.json")):
         free = shutil.disk_usage(root).free
         if free < need * 1.1:
             raise BenchError(f"'{root}' has {free / 1e9:.1f} GB free; "
                              f"{clips} clips need {need / 1e9:.1f} GB")
     t0 = time.perf_counter()
+    labels = ["--labels", str(job.labels)] if job.labels else []
     p = subprocess.run([sys.executable, os.path.join(HERE, "bench-gen.py"),
-                        "--clips", str(clips), "--rate", str(RATE),
-                        "--seconds", str(SECONDS), d],
+                        "--clips", str(clips), "--rate", str(job.rate),
+                        "--seconds", str(job.seconds), *labels, d],
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise BenchError(f"making the data in '{d}' failed:\n{p.stderr}")
@@ -315,14 +333,13 @@ def gen_data(a, root, clips):
            f"made in {time.perf_counter() - t0:.1f} s"))
     info["dir"] = d
     info["bytes"] = need
-    info["sample_bytes"] = clips * 2 * RATE * SECONDS
+    info["sample_bytes"] = job.sample_bytes(clips)
     return info
 
 
-def check_h5(path, data, what):
-    """Checks that an HDF5 dataset holds every window of every clip in the
-    right split, in the 10-second job's shape; returns a one-line
-    summary."""
+def check_h5(job, path, data, what):
+    """Checks that an HDF5 dataset holds every row (window) of every clip
+    in the right split, in the job's shape; returns a one-line summary."""
     try:
         import h5py
         import numpy as np
@@ -333,7 +350,9 @@ def check_h5(path, data, what):
         import hdf5plugin  # noqa: F401  (registers the zstd filter)
     except ImportError:
         pass
-    want = {s: data[s] * SEGS_PER_CLIP for s in SPLITS}
+    per = job.rows_per_clip
+    shape = (job.n_mels, job.frames)
+    want = {s: data[s] * per for s in SPLITS}
     clips = data["params"]["clips"]
     with h5py.File(path, "r") as f:
         got = {}
@@ -341,10 +360,10 @@ def check_h5(path, data, what):
             if s not in f:
                 raise BenchError(f"{what}: '{path}' has no group '{s}'")
             feats = f[s]["features"]
-            if feats.shape[1:] != (N_MELS, 1) or feats.dtype != np.float16:
+            if feats.shape[1:] != shape or feats.dtype != np.float16:
                 raise BenchError(f"{what}: '{path}' {s}/features is "
                                  f"{feats.shape} {feats.dtype}, expected "
-                                 f"[N, {N_MELS}, 1] float16")
+                                 f"[N, {shape[0]}, {shape[1]}] float16")
             got[s] = feats.shape[0]
             for d in ("label", "clip", "segment", "offset"):
                 if f[s][d].shape[0] != got[s]:
@@ -369,9 +388,10 @@ def check_h5(path, data, what):
         raise BenchError(
             f"{what}: '{path}' holds {got} rows, {n_clips} clips, "
             f"{n_skip} skipped; expected {want} "
-            f"(= clips x {SEGS_PER_CLIP} per split), {clips} clips, 0 "
+            f"(= clips x {per} per split), {clips} clips, 0 "
             "skipped")
-    return f"{total} rows = {clips} clips x {SEGS_PER_CLIP} " \
+    return f"{total} rows of [{shape[0]}, {shape[1]}] = {clips} clips x " \
+        f"{per} " \
         f"({got['training']}/{got['validation']}/{got['testing']})"
 
 
@@ -404,11 +424,47 @@ def compare_h5(a_path, b_path, rows=20000):
 
 
 def read_rss(path):
+    """(peak RSS, peak PSS) in KiB from bench-rss.py's FILE; None for what
+    it could not tell."""
+    rss = pss = None
     try:
         with open(path) as f:
-            return int(f.read().split()[-1])
+            lines = f.read().splitlines()
+        rss = int(lines[0])
+        if len(lines) > 1 and lines[1].split()[1] != "-":
+            pss = int(lines[1].split()[1])
     except (OSError, ValueError, IndexError):
-        return None
+        pass
+    return rss, pss
+
+
+def same_h5(a_path, b_path):
+    """None when two HDF5 files hold the same datasets, values and
+    attributes (h5py), else what differs, in words."""
+    import h5py
+    import numpy as np
+
+    def walk(f):
+        out = {"/": dict(f.attrs)}
+        f.visititems(lambda n, o: out.__setitem__(
+            n, (o[()], dict(o.attrs)) if isinstance(o, h5py.Dataset)
+            else dict(o.attrs)))
+        return out
+
+    def same(x, y):
+        if isinstance(x, tuple):
+            return same(x[0], y[0]) and same(x[1], y[1])
+        if isinstance(x, dict):
+            return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+        x, y = np.asarray(x), np.asarray(y)
+        return x.shape == y.shape and x.dtype == y.dtype and \
+            np.array_equal(x, y)
+
+    with h5py.File(a_path, "r") as fa, h5py.File(b_path, "r") as fb:
+        wa, wb = walk(fa), walk(fb)
+    bad = sorted(set(wa) ^ set(wb))
+    bad += [k for k in sorted(set(wa) & set(wb)) if not same(wa[k], wb[k])]
+    return ", ".join(bad) if bad else None
 
 
 # ---------------------------------------------------------------------------
@@ -422,9 +478,15 @@ def floor_cmds(data_dir, nproc, clips):
             f"{find} | xargs -0 cat > /dev/null")
 
 
+def stage_cmds(t, data_dir, out):
+    cmds = {"wavcat": t.wavcat(data_dir), "segment": t.segment()
+            if t.job.seg else None, "gpumel": t.gpumel(),
+            "h5pack": t.h5pack(out)}
+    return [(n, cmds[n]) for n in t.job.stages]
+
+
 def pipeline_cmd(t, data_dir, out, rss_dir=None):
-    stages = [("wavcat", t.wavcat(data_dir)), ("segment", t.segment()),
-              ("gpumel", t.gpumel()), ("h5pack", t.h5pack(out))]
+    stages = stage_cmds(t, data_dir, out)
     if rss_dir:
         stages = [(n, t.rss_wrap(c, os.path.join(rss_dir, f"rss.{n}")))
                   for n, c in stages]
@@ -432,31 +494,44 @@ def pipeline_cmd(t, data_dir, out, rss_dir=None):
 
 
 def pipeline_rss(t, runner, data, out, rss_dir, tag):
-    """One pipeline run with each stage's peak RSS recorded (also the
-    warm-up); returns ({stage: KiB}, seconds)."""
-    for n in ("wavcat", "segment", "gpumel", "h5pack"):
+    """One pipeline run with each stage's peak RSS and sampled peak PSS
+    recorded (also the warm-up); returns ({stage: RSS KiB}, {stage: PSS
+    KiB}, seconds)."""
+    for n in t.job.stages:
         p = os.path.join(rss_dir, f"rss.{n}")
         if os.path.exists(p):
             os.unlink(p)
     dt = runner.run(f"pipeline-rss-{tag}",
                     pipeline_cmd(t, data["dir"], out, rss_dir), t.env,
                     check_out=out)
-    check_h5(out, data, f"pipeline ({tag} clips)")
-    return {n: read_rss(os.path.join(rss_dir, f"rss.{n}"))
-            for n in ("wavcat", "segment", "gpumel", "h5pack")}, dt
+    check_h5(t.job, out, data, f"pipeline ({tag} clips)")
+    got = {n: read_rss(os.path.join(rss_dir, f"rss.{n}"))
+           for n in t.job.stages}
+    return ({n: v[0] for n, v in got.items()},
+            {n: v[1] for n, v in got.items()}, dt)
 
 
 def run_cuda_bench(t, runner, fft_path):
     """bin/gpumel-cuda-bench --bench on the torchaudio-alone batch size:
-    its output, its RESULT lines, and the kernels' time for the 10-second
-    job (s16 in, no top_db) on the FFT path gpumel itself chose (fft_path)."""
+    its output, its RESULT lines, and the kernels' time for the job (s16
+    in, no top_db) on the FFT path gpumel itself chose (fft_path)."""
+    job = t.job
     h = sh_out([t.cuda_bench, "--help"], t.env) or ""
     so = os.path.join(t.bin, "gpumel-cuda.so")
     argv = [t.cuda_bench]
     if "--bench" in h:
         argv.append(f"--bench={so}")
     if "--batch" in h:
-        argv.append(f"--batch={MEL_FRAMES}")
+        argv.append(f"--batch={job.kernel_batch}")
+    if job.name != "ten-second":
+        # --bench times the 10-second job's shape by default; another
+        # job's goes through gpumel's own parser.
+        if "--record-samples" not in h:
+            return {"argv": " ".join(argv), "output": "", "results": [],
+                    "skipped": "gpumel-cuda-bench has no --record-samples"}
+        argv += [f"--record-samples={job.row_samples}",
+                 f"--sample-rate={job.rate}", "--", "--preset",
+                 "torchaudio", *job.gpumel_opts().split()]
     log = os.path.join(runner.logdir, "gpumel-cuda-bench.log")
     p = subprocess.run(argv, capture_output=True, text=True, env=t.env)
     with open(log, "w") as f:
@@ -467,7 +542,7 @@ def run_cuda_bench(t, runner, fft_path):
                          f"{(p.stderr + p.stdout)[-2000:]}")
     out = p.stdout + p.stderr
     res = {"argv": " ".join(argv), "output": out.strip(),
-           "frames": MEL_FRAMES, "results": []}
+           "frames": job.kernel_batch, "results": []}
     for line in out.splitlines():
         if line.startswith("RESULT "):
             f = line.split()
@@ -499,16 +574,18 @@ def remove_stale(folder):
 
 
 def main_bench(a):
+    job = JOBS[a.job]
+    clips = a.clips or job.clips
     info = machine_info()
     gpu = bool(info["gpus"]) and not a.cpu
     nproc = info["nproc"]
-    say("# melpipe benchmark")
+    say(f"# melpipe benchmark: {job.title}")
     say(f"machine: {nproc} cores, {info['cpu']}, "
         + (f"{info['mem_gib']:.0f} GiB RAM, " if info["mem_gib"] else "")
         + f"Linux {info['kernel']}")
     say("gpu: " + ("; ".join(info["gpus"]) if info["gpus"] else "none")
         + ("" if gpu or not info["gpus"] else " (not used: --cpu)"))
-    t = Tools(a, gpu)
+    t = Tools(a, gpu, job)
     say("programs: " + "; ".join(f"{v or p + ' ?'}"
                                  for p, v in t.versions.items())
         + f" (from {t.bin}; LD_LIBRARY_PATH="
@@ -521,8 +598,7 @@ def main_bench(a):
     logdir = os.path.join(root, "logs")
     os.makedirs(logdir, exist_ok=True)
     runner = Runner(logdir)
-    data = gen_data(a, root, a.clips)
-    clips = a.clips
+    data = gen_data(job, root, clips)
     sample_bytes = data["sample_bytes"]
 
     # Recorded streams: in /dev/shm when it has room (memory, like a pipe),
@@ -538,8 +614,10 @@ def main_bench(a):
     os.makedirs(rec, exist_ok=True)
     outdir = os.path.join(root, "out")
     os.makedirs(outdir, exist_ok=True)
-    res = {"machine": info, "gpu": gpu, "clips": clips, "runs": a.runs,
-           "rss_tool": t.time_bin or "wait4 (scripts/bench-rss.py)",
+    res = {"job": job.name, "machine": info, "gpu": gpu, "clips": clips,
+           "runs": a.runs, "anchor_runs": a.anchor_runs,
+           "rss_tool": "wait4, and /proc/PID/smaps_rollup every "
+           f"{PSS_INTERVAL_MS} ms for PSS (scripts/bench-rss.py)",
            "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
            "versions": t.versions, "data": data["dir"], "rec": rec}
     try:
@@ -550,27 +628,127 @@ def main_bench(a):
             shutil.rmtree(rec, ignore_errors=True)
     if a.scaling:
         res["scaling"] = scaling(a, t, runner, root, outdir)
-    md = report(a, res, rows, sample_bytes, clips, gpu)
-    for path in [os.path.join(root, "bench.md"),
-                 os.path.join(root, f"bench-{stamp}.md")] + \
-            ([os.path.join(os.environ["OUT"], "bench.md")]
-             if os.environ.get("OUT") else []):
+    md = bench_report.report(job, res, rows, sample_bytes, clips, gpu)
+    say("")
+    say(md)
+    outs = [root] + ([os.environ["OUT"]] if os.environ.get("OUT") else [])
+    for path in [os.path.join(d, f"{job.stem}.md") for d in outs] + \
+            [os.path.join(root, f"{job.stem}-{stamp}.md")]:
         with open(path, "w") as f:
             f.write(md)
     res["rows"] = {r.key: {"what": r.what, "times": r.times,
                            "median": r.median, "min": r.min,
                            "skipped": r.skipped, **r.extra} for r in rows}
-    for path in [os.path.join(root, "bench.json")] + \
-            ([os.path.join(os.environ["OUT"], "bench.json")]
-             if os.environ.get("OUT") else []):
-        with open(path, "w") as f:
+    for d in outs:
+        with open(os.path.join(d, f"{job.stem}.json"), "w") as f:
             json.dump(res, f, indent=1, default=str)
-    say(f"\nwritten: {os.path.join(root, 'bench.md')}, bench.json"
-        + ("; $OUT/bench.md" if os.environ.get("OUT") else ""))
+    say(f"\nwritten: {os.path.join(root, job.stem + '.md')}, "
+        f"{job.stem}.json"
+        + (f"; $OUT/{job.stem}.md" if os.environ.get("OUT") else ""))
     return 0 if res.get("targets_ok", True) or not a.strict else 1
 
 
+class Anchor:
+    """One anchor script run: its rows (in process, wall clock), its
+    command and its output file. short names it in the ratios."""
+
+    def __init__(self, key, short, what, wall, script, extra_args,
+                 smoke=False):
+        self.key, self.script, self.extra_args = key, script, extra_args
+        self.smoke = smoke
+        tag = " (on the CPU: a smoke test, not a measurement)" \
+            if smoke else ""
+        self.row = Row(key, f"{what} (in process){tag}")
+        self.wall = Row(f"{key}_wall", f"{wall}, wall clock incl. Python "
+                        f"start and imports{tag}")
+        for r in (self.row, self.wall):
+            r.extra["short"] = short + tag
+        self.argv = None
+        self.out = None
+        self.failed = False
+
+    def setup(self, job, py, data_dir, outdir, sb, clips, skipped):
+        for r in (self.row, self.wall):
+            r.unit_bytes, r.clips = sb, clips
+        if py is None:
+            self.row.skipped = skipped
+            note(f"{self.key} skipped: {skipped}")
+            return
+        self.out = os.path.join(outdir, f"{self.key}.h5")
+        self.argv = [py, os.path.join(HERE, self.script), *job.anchor_args,
+                     *self.extra_args, data_dir, self.out]
+        self.row.extra["python"] = py
+
+
+def make_anchors(a, t, data, outdir, gpu):
+    """The anchors this run measures: on a GPU machine the torchaudio
+    script with each loader; on a CPU one the numpy script, and with
+    --torch-anchors the torchaudio ones beside it, on the CPU."""
+    if a.skip_anchor:
+        return []
+    job, d = t.job, data["dir"]
+    sb, clips = data["sample_bytes"], data["params"]["clips"]
+    anchors = []
+    if not gpu:
+        py = python_with(["numpy", "h5py", "soundfile"],
+                         [a.anchor_python, "/usr/bin/python3"]) or \
+            python_with(["numpy", "h5py"],
+                        [a.anchor_python, "/usr/bin/python3",
+                         sys.executable])
+        n = Anchor("anchor", "the numpy anchor", "anchor: Python, threaded "
+                   "soundfile loading, numpy rfft + mel, h5py", "anchor",
+                   "bench-anchor-numpy.py", [])
+        n.setup(job, py, d, outdir, sb, clips, "no Python with numpy, h5py")
+        anchors.append(n)
+    if gpu or a.torch_anchors:
+        py = python_with(["torch", "torchaudio", "scipy.io.wavfile",
+                          "h5py"], [a.torch_python, "python3"])
+        # The rows of the threaded anchor keep their names; on the CPU
+        # path "anchor" is the numpy one's.
+        dev = "GPU" if gpu else "CPU"
+        th = Anchor("anchor" if gpu else "anchor_torch",
+                    "the threaded torchaudio anchor", "anchor: Python, "
+                    f"threaded scipy loading, torchaudio on the {dev}, h5py",
+                    "anchor" if gpu else "threaded torchaudio anchor",
+                    "bench-anchor-torch.py", ["--loader", "threads"],
+                    smoke=not gpu)
+        wk = Anchor("anchor_workers", "the DataLoader torchaudio anchor",
+                    "anchor: Python, DataLoader workers (one a core) "
+                    f"loading with scipy, torchaudio on the {dev}, h5py",
+                    "DataLoader anchor", "bench-anchor-torch.py",
+                    ["--loader", "workers"], smoke=not gpu)
+        for x in (th, wk):
+            x.setup(job, py, d, outdir, sb, clips,
+                    "no Python with torch, torchaudio, scipy, h5py")
+        anchors += [th, wk]
+    return anchors
+
+
+def record_streams(t, runner, d, rec):
+    """Each stage's input recorded once; returns {name: path} of clips.rec,
+    segs.rec (jobs that segment) and feats.rec, and what reads each."""
+    job = t.job
+    paths = {n: os.path.join(rec, f"{n}.rec")
+             for n in ("clips", "segs", "feats")}
+    cmds = [("clips", f"{t.wavcat(d)} > {q(paths['clips'])}")]
+    mel_in = paths["clips"]
+    if job.seg:
+        cmds.append(("segs", f"{t.segment()} < {q(paths['clips'])} > "
+                     f"{q(paths['segs'])}"))
+        mel_in = paths["segs"]
+    else:
+        del paths["segs"]
+    cmds.append(("feats", f"{t.gpumel()} < {q(mel_in)} > "
+                 f"{q(paths['feats'])}"))
+    for name, cmd in cmds:
+        dt = runner.run(f"record-{name}.rec", cmd, t.env)
+        say(f"  {name}.rec: {os.path.getsize(paths[name]) / 1e9:.2f} GB in "
+            f"{dt:.2f} s")
+    return paths, mel_in
+
+
 def measure(a, t, runner, data, rec, outdir, nproc, gpu):
+    job = t.job
     clips = data["params"]["clips"]
     d = data["dir"]
     sb = data["sample_bytes"]
@@ -578,34 +756,23 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
     par, one = floor_cmds(d, nproc, clips)
     out_pipe = os.path.join(outdir, "pipeline.h5")
     out_alone = os.path.join(outdir, "h5pack-alone.h5")
-    clips_rec = os.path.join(rec, "clips.rec")
-    segs_rec = os.path.join(rec, "segs.rec")
-    feats_rec = os.path.join(rec, "feats.rec")
 
     say("\nwarming the page cache (every file read once)")
     runner.run("warm", par, t.plain_env)
 
-    say("pipeline once with per-stage peak RSS (also its warm-up)")
-    rss, dt = pipeline_rss(t, runner, data, out_pipe, outdir, str(clips))
+    say("pipeline once with per-stage peak RSS and PSS (also its warm-up)")
+    rss, pss, dt = pipeline_rss(t, runner, data, out_pipe, outdir,
+                                str(clips))
     extra["rss_kib"] = rss
+    extra["pss_kib"] = pss
     extra["pipeline_cmd"] = pipeline_cmd(t, d, out_pipe)
-    say(f"  {dt:.3f} s; " + check_h5(out_pipe, data, "pipeline"))
+    say(f"  {dt:.3f} s; " + check_h5(job, out_pipe, data, "pipeline"))
 
     say("recording the streams of each stage")
-    rec_cmds = [("clips.rec", f"{t.wavcat(d)} > {q(clips_rec)}",
-                 clips_rec),
-                ("segs.rec", f"{t.segment()} < {q(clips_rec)} > "
-                 f"{q(segs_rec)}", segs_rec),
-                ("feats.rec", f"{t.gpumel()} < {q(segs_rec)} > "
-                 f"{q(feats_rec)}", feats_rec)]
-    for name, cmd, path in rec_cmds:
-        dt = runner.run("record-" + name, cmd, t.env)
-        say(f"  {name}: {os.path.getsize(path) / 1e9:.2f} GB in {dt:.2f} s")
+    paths, mel_in = record_streams(t, runner, d, rec)
     extra["stream_bytes"] = {n: os.path.getsize(p) for n, p in
-                             (("clips", clips_rec), ("segs", segs_rec),
-                              ("feats", feats_rec))}
+                             paths.items()}
 
-    rows = []
     floor_par = Row("floor_par", f"floor: read all files, {nproc} parallel "
                     "cats", sb, clips)
     floor_one = Row("floor_one", "floor: read all files, one cat", sb, clips)
@@ -616,152 +783,179 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
     # carries the samples through such a hop, so it cannot beat this row.
     hop = Row("hop", "one pipe hop: wavcat -> recdump -q (decoded, "
               "checked, nothing else)", sb, clips)
+    mel_rec = os.path.basename(mel_in)
     st = {
         "wavcat": Row("wavcat", "wavcat alone (files -> /dev/null)", sb,
                       clips),
         "segment": Row("segment", "segment alone (clips.rec -> /dev/null)",
                        sb, clips),
-        "gpumel": Row("gpumel", "gpumel alone (segs.rec -> /dev/null)", sb,
-                      clips),
+        "gpumel": Row("gpumel", f"gpumel alone ({mel_rec} -> /dev/null)",
+                      sb, clips),
         "h5pack": Row("h5pack", "h5pack alone (feats.rec -> .h5)", sb,
                       clips),
     }
-    cmds = [
-        (floor_par, par, t.plain_env, None),
-        (floor_one, one, t.plain_env, None),
-        (pipe, pipeline_cmd(t, d, out_pipe), t.env, out_pipe),
-        (hop, f"{t.wavcat(d)} | {q(t.prog('recdump'))} -q", t.env, None),
-        (st["wavcat"], f"{t.wavcat(d)} > /dev/null", t.env, None),
-        (st["segment"], f"{t.segment()} < {q(clips_rec)} > /dev/null",
-         t.env, None),
-        (st["gpumel"], f"{t.gpumel()} < {q(segs_rec)} > /dev/null", t.env,
-         None),
-        (st["h5pack"], f"{t.h5pack(out_alone)} < {q(feats_rec)}", t.env,
-         out_alone),
-    ]
-    rows += [floor_par, floor_one, pipe, hop] + list(st.values())
+    # Each stage alone on what it reads in the pipeline (built only for
+    # the job's stages: a job without segment has no segs.rec).
+    alone = {
+        "wavcat": lambda: (f"{t.wavcat(d)} > /dev/null", None),
+        "segment": lambda: (f"{t.segment()} < {q(paths['clips'])} > "
+                            "/dev/null", None),
+        "gpumel": lambda: (f"{t.gpumel()} < {q(mel_in)} > /dev/null", None),
+        "h5pack": lambda: (f"{t.h5pack(out_alone)} < {q(paths['feats'])}",
+                           out_alone),
+    }
+    anchors = make_anchors(a, t, data, outdir, gpu)
+    # One round: the floor, the pipeline and the anchors one after the
+    # other (the ratios that matter most, taken close together), then
+    # the rest. Rounds repeat, so that drift hits every row alike.
+    before = [(floor_par, par, t.plain_env, None),
+              (floor_one, one, t.plain_env, None),
+              (pipe, pipeline_cmd(t, d, out_pipe), t.env, out_pipe)]
+    after = [(hop, f"{t.wavcat(d)} | {q(t.prog('recdump'))} -q", t.env,
+              None)]
+    for n in job.stages:
+        cmd, chk = alone[n]()
+        after.append((st[n], cmd, t.env, chk))
+    rows = [floor_par, floor_one, pipe]
+    for x in anchors:
+        rows += [x.row, x.wall]
+    rows += [r for r, *_ in after]
 
-    anchor = None
-    anchor_argv = None
-    if not a.skip_anchor:
-        if gpu:
-            py = python_with(["torch", "torchaudio", "scipy.io.wavfile",
-                              "h5py"], [a.torch_python, "python3"])
-            anchor = Row("anchor", "anchor: Python, threaded scipy loading,"
-                         " torchaudio on the GPU, h5py (in process)", sb,
-                         clips)
-            script = "bench-anchor-torch.py"
-        else:
-            py = python_with(["numpy", "h5py", "soundfile"],
-                             [a.anchor_python, "/usr/bin/python3"]) or \
-                python_with(["numpy", "h5py"],
-                            [a.anchor_python, "/usr/bin/python3",
-                             sys.executable])
-            anchor = Row("anchor", "anchor: Python, threaded soundfile "
-                         "loading, numpy rfft + mel, h5py (in process)",
-                         sb, clips)
-            script = "bench-anchor-numpy.py"
-        if py is None:
-            anchor.skipped = "no Python with " + (
-                "torch, torchaudio, scipy, h5py" if gpu else "numpy, h5py")
-            note(f"anchor skipped: {anchor.skipped}")
-        else:
-            out_anchor = os.path.join(outdir, "anchor.h5")
-            anchor_argv = [py, os.path.join(HERE, script), d, out_anchor]
-            anchor.extra["python"] = py
-        anchor_wall = Row("anchor_wall", "anchor, wall clock incl. Python "
-                          "start and imports", sb, clips)
-        rows += [anchor, anchor_wall]
-
-    say(f"\nmeasuring: {a.runs} rounds, each row once per round")
+    say(f"\nmeasuring: {a.runs} rounds, each row once per round"
+        + (f", the anchors in the first {a.anchor_runs}"
+           if anchors and a.anchor_runs < a.runs else ""))
     for r in range(a.runs):
-        for row, cmd, env, chk in cmds:
-            row.times.append(runner.run(f"{row.key}", cmd, env,
-                                        check_out=chk))
-            if chk == out_pipe and r == 0:
-                check_h5(out_pipe, data, "pipeline")
+        for row, cmd, env, chk in before:
+            row.times.append(runner.run(row.key, cmd, env, check_out=chk))
+        if r == 0:
+            check_h5(job, out_pipe, data, "pipeline")
+        for x in anchors:
+            if x.argv and not x.failed and r < a.anchor_runs:
+                run_anchor(t, runner, x, data, r)
+        for row, cmd, env, chk in after:
+            row.times.append(runner.run(row.key, cmd, env, check_out=chk))
             if chk == out_alone and r == 0:
-                extra["h5pack_alone_check"] = check_h5(out_alone, data,
-                                                       "h5pack alone")
-        if anchor_argv and r < a.anchor_runs:
-            wall, res = runner.run_json("anchor", anchor_argv,
-                                        t.plain_env)
-            if r == 0:
-                extra["anchor_check"] = check_h5(anchor_argv[-1], data,
-                                                 "anchor")
-            anchor.times.append(res["total_s"])
-            anchor_wall.times.append(wall)
-            anchor.extra.setdefault("runs", []).append(res)
+                extra["h5pack_alone_check"] = check_h5(
+                    job, out_alone, data, "h5pack alone")
         say(f"  round {r + 1}: " + ", ".join(
             f"{row.key} {row.times[-1]:.2f}" for row in rows if row.times
             and len(row.times) == r + 1))
-    extra["pipeline_check"] = check_h5(out_pipe, data, "pipeline")
+    extra["pipeline_check"] = check_h5(job, out_pipe, data, "pipeline")
     with open(os.path.join(runner.logdir, "pipeline.log"),
               errors="replace") as f:
         extra["pipeline_stderr"] = f.read()[-4000:]
-    if anchor_argv and anchor.times:
-        cmp = compare_h5(out_pipe, anchor_argv[-1])
-        extra["agreement"] = cmp
-    extra["anchor_argv"] = " ".join(map(q, anchor_argv)) \
-        if anchor_argv else None
-
-    # gpumel's kernels alone and torchaudio's MelSpectrogram alone.
+    extra["anchors"] = anchor_results(anchors, out_pipe)
+    extra["anchor_argv"] = [" ".join(map(q, x.argv)) for x in anchors
+                            if x.argv]
     if gpu:
-        kern = Row("kernels", "gpumel kernels alone, device-resident "
-                   "(gpumel-cuda-bench)")
-        tmel = Row("torch_mel", f"torchaudio MelSpectrogram alone, "
-                   f"{MEL_FRAMES} frames of {N_FFT} on the GPU")
-        tchain = Row("torch_chain", "torchaudio s16 -> mel -> dB -> f16, "
-                     "same batch")
-        rows += [kern, tmel, tchain]
-        if t.cuda_bench:
-            say("gpumel-cuda-bench")
-            m = re.search(r"cuda[:0-9]*: .*\((\w+) fft\)",
-                          extra["pipeline_stderr"])
-            cb = run_cuda_bench(t, runner, m.group(1) if m else "fused")
-            extra["cuda_bench"] = cb
-            if "median_ms" in cb:
-                kern.what += f", {cb['path']} FFT path, s16 in"
-                kern.extra["gsamples_s"] = cb["gsamples_s"]
-                kern.times = [cb["median_ms"] / 1e3]
-            else:
-                kern.skipped = "no RESULT line for s16 input, top_db " \
-                    "none in its output"
-        else:
-            kern.skipped = "bin/gpumel-cuda-bench not built"
-        py = python_with(["torch", "torchaudio", "scipy.io.wavfile",
-                          "h5py"], [a.torch_python, "python3"])
-        if py:
-            say("torchaudio MelSpectrogram alone")
-            _, m = runner.run_json("torch-mel-alone", [
-                py, os.path.join(HERE, "bench-anchor-torch.py"),
-                "--mel-alone", "--frames", str(MEL_FRAMES)], t.plain_env)
-            extra["torch_mel"] = m
-            tmel.times = [m["mel_ms_median"] / 1e3]
-            tmel.extra.update(gsamples_s=m["mel_gsamples_s"],
-                              min_s=m["mel_ms_min"] / 1e3)
-            tchain.times = [m["chain_ms_median"] / 1e3]
-            tchain.extra.update(gsamples_s=m["chain_gsamples_s"],
-                                min_s=m["chain_ms_min"] / 1e3)
-        else:
-            tmel.skipped = tchain.skipped = "no Python with torch"
+        rows += kernels_alone(a, t, runner, extra)
     return rows, extra
 
 
+def run_anchor(t, runner, x, data, r):
+    """One run of anchor x: its times in its rows; its output checked in
+    the first round. An anchor that fails is said, its row marked, and
+    not run again: the rest of the run goes on."""
+    try:
+        wall, res = runner.run_json(x.key, x.argv, t.plain_env)
+        if r == 0:
+            x.row.extra["check"] = check_h5(t.job, x.out, data, x.key)
+    except BenchError as e:
+        note(f"{e}\n{x.key}: not run again")
+        x.row.skipped = f"failed in round {r + 1} (logs/{x.key}.log)"
+        x.failed = True
+        return
+    x.row.times.append(res["total_s"])
+    x.wall.times.append(wall)
+    x.row.extra.setdefault("runs", []).append(res)
+
+
+def anchor_results(anchors, out_pipe):
+    """Per anchor that ran: its output's check, its features against the
+    pipeline's; and whether the torchaudio anchors' two loaders wrote the
+    same file."""
+    out = []
+    ran = [x for x in anchors if x.row.times and not x.row.skipped]
+    for x in ran:
+        out.append({"key": x.key, "what": x.row.what, "smoke": x.smoke,
+                    "check": x.row.extra.get("check"),
+                    "agreement": compare_h5(out_pipe, x.out),
+                    "runs": x.row.extra.get("runs", []),
+                    "argv": " ".join(map(q, x.argv))})
+    torch_runs = [x for x in ran if x.script == "bench-anchor-torch.py"]
+    if len(torch_runs) == 2:
+        diff = same_h5(torch_runs[0].out, torch_runs[1].out)
+        out.append({"key": "loaders_same", "same": diff is None,
+                    "differ": diff})
+        if diff:
+            note(f"the torchaudio anchor's two loaders wrote different "
+                 f"files: {diff}")
+    return out
+
+
+def kernels_alone(a, t, runner, extra):
+    """gpumel's kernels alone and torchaudio's MelSpectrogram alone, on
+    the job's kernels-alone batch."""
+    job = t.job
+    n = job.kernel_batch
+    what = f"{n} frames of {job.n_fft}" if job.seg else \
+        f"{n} clips of {job.row_samples} samples"
+    kern = Row("kernels", "gpumel kernels alone, device-resident "
+               "(gpumel-cuda-bench)")
+    tmel = Row("torch_mel", f"torchaudio MelSpectrogram alone, {what} on "
+               "the GPU")
+    tchain = Row("torch_chain", "torchaudio s16 -> mel -> dB -> f16, "
+                 "same batch")
+    if t.cuda_bench:
+        say("gpumel-cuda-bench")
+        m = re.search(r"cuda[:0-9]*: .*\((\w+) fft\)",
+                      extra["pipeline_stderr"])
+        cb = run_cuda_bench(t, runner, m.group(1) if m else "fused")
+        extra["cuda_bench"] = cb
+        if "median_ms" in cb:
+            kern.what += f", {cb['path']} FFT path, s16 in"
+            kern.extra["gsamples_s"] = cb["gsamples_s"]
+            kern.times = [cb["median_ms"] / 1e3]
+        else:
+            kern.skipped = cb.get("skipped") or "no RESULT line for s16 " \
+                "input, top_db none in its output"
+    else:
+        kern.skipped = "bin/gpumel-cuda-bench not built"
+    py = python_with(["torch", "torchaudio", "scipy.io.wavfile", "h5py"],
+                     [a.torch_python, "python3"])
+    if py:
+        say("torchaudio MelSpectrogram alone")
+        argv = [py, os.path.join(HERE, "bench-anchor-torch.py"),
+                *job.anchor_args, "--mel-alone", "--frames", str(n)]
+        if not job.seg:
+            argv += ["--clip-samples", str(job.row_samples)]
+        _, m = runner.run_json("torch-mel-alone", argv, t.plain_env)
+        extra["torch_mel"] = m
+        tmel.times = [m["mel_ms_median"] / 1e3]
+        tmel.extra.update(gsamples_s=m["mel_gsamples_s"],
+                          min_s=m["mel_ms_min"] / 1e3)
+        tchain.times = [m["chain_ms_median"] / 1e3]
+        tchain.extra.update(gsamples_s=m["chain_gsamples_s"],
+                            min_s=m["chain_ms_min"] / 1e3)
+    else:
+        tmel.skipped = tchain.skipped = "no Python with torch"
+    return [kern, tmel, tchain]
+
+
 def scaling(a, t, runner, root, outdir):
-    """Time per clip and peak RSS per stage at each size."""
+    """Time per clip and peak RSS and PSS per stage at each size."""
     sizes = a.scaling_sizes
     say(f"\nscaling: {', '.join(map(str, sizes))} clips")
     out = {"sizes": {}}
     sets = {}
     for n in sizes:
-        data = gen_data(a, root, n)
+        data = gen_data(t.job, root, n)
         par, _ = floor_cmds(data["dir"], len(os.sched_getaffinity(0)), n)
         runner.run(f"warm-{n}", par, t.plain_env)
         h5 = os.path.join(outdir, f"scaling-{n}.h5")
-        rss, _ = pipeline_rss(t, runner, data, h5, outdir, str(n))
+        rss, pss, _ = pipeline_rss(t, runner, data, h5, outdir, str(n))
         sets[n] = (data, h5)
-        out["sizes"][n] = {"times": [], "rss_kib": rss}
+        out["sizes"][n] = {"times": [], "rss_kib": rss, "pss_kib": pss}
     # Rounds over the sizes, so that drift hits every size alike.
     for _ in range(a.runs):
         for n in sizes:
@@ -771,13 +965,13 @@ def scaling(a, t, runner, root, outdir):
                 check_out=h5))
     for n in sizes:
         data, h5 = sets[n]
-        check_h5(h5, data, f"pipeline ({n} clips)")
+        check_h5(t.job, h5, data, f"pipeline ({n} clips)")
         s = out["sizes"][n]
         med = statistics.median(s["times"])
         s.update(median=med, per_clip_ms=med / n * 1e3)
         say(f"  {n} clips: median {med:.3f} s, "
-            f"{med / n * 1e6:.1f} us/clip; peak RSS "
-            + ", ".join(f"{k} {v / 1024:.0f} MiB" if v else f"{k} ?"
+            f"{med / n * 1e6:.1f} us/clip; peak RSS / PSS "
+            + ", ".join(f"{k} {kib(v)} / {kib(s['pss_kib'][k])} MiB"
                         for k, v in s["rss_kib"].items()))
         if not a.keep:
             os.unlink(h5)
@@ -793,222 +987,16 @@ def scaling(a, t, runner, root, outdir):
     out["line_dev"] = {n: out["sizes"][n]["median"] /
                        (out["fixed_s"] + marg * n) - 1
                        for n in sizes if n not in (lo, hi)}
-    out["rss_growth"] = {k: (s_hi["rss_kib"][k] / s_lo["rss_kib"][k]
-                             if s_lo["rss_kib"][k] and s_hi["rss_kib"][k]
-                             else None) for k in s_lo["rss_kib"]}
+    for m in ("rss_kib", "pss_kib"):
+        out[m.replace("_kib", "_growth")] = {
+            k: s_hi[m][k] / s_lo[m][k] if s_lo[m][k] and s_hi[m][k]
+            else None for k in s_lo[m]}
     return out
 
 
-# ---------------------------------------------------------------------------
-# The report
-
-
-def report(a, res, rows, sample_bytes, clips, gpu):
-    by = {r.key: r for r in rows}
-    floor = by["floor_par"].median
-    anchor = by.get("anchor")
-    anchor_t = anchor.median if anchor and anchor.times else None
-    info = res["machine"]
-    L = []
-    L.append("# melpipe benchmark results")
-    L.append("")
-    L.append(f"- date: {res['date']}")
-    L.append(f"- machine: {info['nproc']} cores, {info['cpu']}"
-             + (f", {info['mem_gib']:.0f} GiB RAM" if info["mem_gib"]
-                else "") + f", Linux {info['kernel']}")
-    L.append("- GPU: " + ("; ".join(info["gpus"]) or "none")
-             + ("" if gpu or not info["gpus"] else " (not used: --cpu)"))
-    L.append(f"- path: {'GPU' if gpu else 'CPU'}; {clips} clips of "
-             f"{SECONDS} s at {RATE} Hz s16 ({sample_bytes / 1e9:.2f} GB "
-             f"of samples, {clips * SEGS_PER_CLIP} windows); "
-             f"{res['runs']} round{'s' if res['runs'] > 1 else ''}, "
-             "median (min)")
-    L.append("- programs: " + "; ".join(
-        v or f"{p} (no --version)" for p, v in res["versions"].items()))
-    L.append("")
-    L.append("| what | median s | min s | vs anchor | vs floor | "
-             "throughput |")
-    L.append("|---|---:|---:|---:|---:|---|")
-    for r in rows:
-        if r.skipped:
-            L.append(f"| {r.what} | skipped: {r.skipped} | | | | |")
-            continue
-        if not r.times:
-            continue
-        med = r.median
-        mn = r.extra.get("min_s", r.min)
-        vs_anchor = anchor_t / med if anchor_t and r.clips and \
-            r.key not in ("anchor", "anchor_wall") else None
-        vs_floor = med / floor if floor and r.clips else None
-        if r.clips:
-            tp = f"{r.clips / med:,.0f} clips/s, " \
-                f"{r.unit_bytes / med / 1e9:.2f} GB/s s16"
-        else:
-            tp = f"{r.extra['gsamples_s']:.1f} Gsamples/s" \
-                if "gsamples_s" in r.extra else ""
-        unit_ms = not r.clips
-        L.append(f"| {r.what} | "
-                 + (f"{med * 1e3:.3f} ms" if unit_ms else fmt_s(med))
-                 + " | " + (f"{mn * 1e3:.3f} ms" if unit_ms else fmt_s(mn))
-                 + f" | {fmt_x(vs_anchor)} | "
-                 + (fmt_x(vs_floor) if vs_floor else "-") + f" | {tp} |")
-    L.append("")
-    L.append("vs anchor: anchor time / this time (x faster than the "
-             "anchor); vs floor: this time / parallel read floor.")
-
-    # Targets.
-    stage_keys = ("wavcat", "segment", "gpumel", "h5pack")
-    stage_t = {k: by[k].median for k in stage_keys}
-    slowest = max(stage_t, key=stage_t.get)
-    pipe_t = by["pipeline"].median
-    m = {"speedup_anchor": anchor_t / pipe_t if anchor_t else None,
-         "pipe_over_floor": pipe_t / floor,
-         "pipe_over_slowest": pipe_t / stage_t[slowest],
-         "gpumel_gbs": sample_bytes / stage_t["gpumel"] / 1e9}
-    if gpu and by.get("kernels") and by["kernels"].times and \
-            by.get("torch_mel") and by["torch_mel"].times:
-        m["kernels_vs_torch"] = by["torch_mel"].median / \
-            by["kernels"].median
-    L.append("")
-    L.append("## Targets")
-    L.append("")
-    L.append("| target | measured | goal | met |")
-    L.append("|---|---:|---:|---|")
-    ok_all = True
-    for key, text, goal, higher in (TARGETS_GPU if gpu else TARGETS_CPU):
-        val = m.get(key)
-        if val is None:
-            L.append(f"| {text} | not measured | "
-                     f"{'>=' if higher else '<='} {goal:g} | - |")
-            continue
-        ok = val >= goal if higher else val <= goal
-        ok_all &= ok
-        L.append(f"| {text} | {val:.2f} | {'>=' if higher else '<='} "
-                 f"{goal:g} | {'yes' if ok else 'NO'} |")
-    if not gpu and res["machine"]["nproc"] != 2:
-        L.append("")
-        L.append(f"(issue 4's CPU target is for a 2-core machine; this one "
-                 f"has {res['machine']['nproc']}.)")
-    L.append("")
-    L.append(f"Slowest stage alone: {slowest} ({stage_t[slowest]:.3f} s).")
-    hop_row = by.get("hop")
-    if hop_row and hop_row.times:
-        L.append(f"One pipe hop (wavcat -> recdump -q): "
-                 f"{hop_row.median:.3f} s, {hop_row.median / floor:.2f}x "
-                 "the parallel read floor; no pipeline of these stages "
-                 "can be faster.")
-    sc = res.get("scaling")
-    if sc:
-        sizes = sorted(sc["sizes"])
-        L.append("")
-        L.append("## Scaling")
-        L.append("")
-        L.append("| clips | median s | us per clip | peak RSS MiB "
-                 "(wavcat / segment / gpumel / h5pack) |")
-        L.append("|---:|---:|---:|---|")
-        for n in sizes:
-            s = sc["sizes"][n]
-            rss = " / ".join(f"{v / 1024:.0f}" if v else "?"
-                             for v in s["rss_kib"].values())
-            L.append(f"| {n} | {s['median']:.3f} | "
-                     f"{s['per_clip_ms'] * 1e3:.1f} | {rss} |")
-        ratio = sc["per_clip_ratio"]
-        lin = abs(ratio - 1) <= 0.15
-        ok_all &= lin
-        L.append("")
-        L.append(f"- time per clip, {sizes[-1]} vs {sizes[0]} clips: "
-                 f"{ratio:.3f} (goal within 15% of 1: "
-                 f"{'yes' if lin else 'NO'})")
-        L.append(f"- as a line through the two ends: fixed cost "
-                 f"{sc['fixed_s']:.3f} s + {sc['marginal_us_per_clip']:.1f}"
-                 " us per clip" + "".join(
-                     f"; {n} clips {d * 100:+.1f}% off the line"
-                     for n, d in sc["line_dev"].items()))
-        lo_rss = sc["sizes"][sizes[0]]["rss_kib"]
-        hi_rss = sc["sizes"][sizes[-1]]["rss_kib"]
-        grow = {k: (lo_rss[k], hi_rss[k]) for k in lo_rss
-                if lo_rss[k] and hi_rss[k]}
-        # Flat: at most 20% or 16 MiB more, whichever is larger (per-clip
-        # tables such as /clips legitimately add a little).
-        flat = all(h - lo <= max(0.2 * lo, 16 * 1024)
-                   for lo, h in grow.values())
-        ok_all &= flat
-        L.append("- peak RSS, largest vs smallest: " + ", ".join(
-            f"{k} {(h - lo) / 1024:+.0f} MiB ({h / lo:.2f}x)"
-            for k, (lo, h) in grow.items())
-            + " (goal: flat, at most +20% or +16 MiB: "
-            + f"{'yes' if flat else 'NO'})")
-    res["targets_ok"] = ok_all
-
-    L.append("")
-    L.append("## Details")
-    L.append("")
-    rss = res.get("rss_kib") or {}
-    L.append("- peak RSS per stage in the pipeline: " + ", ".join(
-        f"{k} {v / 1024:.0f} MiB" if v else f"{k} ?" for k, v in rss.items())
-        + f" (measured with {res.get('rss_tool')})")
-    sbytes = res.get("stream_bytes", {})
-    L.append("- recorded streams: " + ", ".join(
-        f"{k}.rec {v / 1e9:.2f} GB" for k, v in sbytes.items()))
-    L.append(f"- pipeline output: {res.get('pipeline_check')}")
-    if res.get("anchor_check"):
-        L.append(f"- anchor output: {res['anchor_check']}")
-    ag = res.get("agreement")
-    if ag:
-        L.append(f"- pipeline vs anchor features, first rows of each split:"
-                 f" max |diff| {ag[0]:.3f} dB, 99.9th percentile "
-                 f"{ag[1]:.3f} dB (f16 output: steps of 0.0156 dB at 16-32"
-                 f" dB, 0.03 at 32-64)")
-    elif anchor and anchor.times:
-        L.append("- pipeline vs anchor features: not compared (rows not "
-                 "in the same order)")
-    if anchor and anchor.extra.get("runs"):
-        r0 = anchor.extra["runs"]
-        keys = [k for k in ("import_s", "init_s", "load_wait_s", "gpu_s",
-                            "dsp_s", "write_s", "total_s") if k in r0[0]]
-        L.append("- anchor breakdown per run (s): " + "; ".join(
-            ", ".join(f"{k[:-2]} {r[k]:.2f}" for k in keys) for r in r0))
-        extra_info = {k: r0[0][k] for k in ("loader", "torch", "torchaudio",
-                                            "device", "threads",
-                                            "batch_clips", "python")
-                      if k in r0[0]}
-        L.append("- anchor: " + ", ".join(f"{k} {v}"
-                                          for k, v in extra_info.items()))
-    tm = res.get("torch_mel")
-    if tm:
-        L.append(f"- torchaudio MelSpectrogram alone: {tm['frames']} frames, "
-                 f"median {tm['mel_ms_median']:.3f} ms = "
-                 f"{tm['mel_gsamples_s']:.1f} Gsamples/s; s16 -> f16 dB "
-                 f"chain {tm['chain_ms_median']:.3f} ms "
-                 f"({tm['reps']} reps, CUDA events; torch {tm['torch']}, "
-                 f"torchaudio {tm['torchaudio']}, {tm['device']})")
-    L.append("")
-    L.append("Commands:")
-    L.append("")
-    L.append("```")
-    L.append(res.get("pipeline_cmd", ""))
-    if res.get("anchor_argv"):
-        L.append(res["anchor_argv"])
-    L.append("```")
-    cb = res.get("cuda_bench")
-    if cb:
-        L.append("")
-        L.append(f"gpumel-cuda-bench (`{cb['argv']}`):")
-        L.append("")
-        L.append("```")
-        L.append(cb["output"][-3000:])
-        L.append("```")
-    if res.get("pipeline_stderr", "").strip():
-        L.append("")
-        L.append("Stage reports of the last pipeline run (-v):")
-        L.append("")
-        L.append("```")
-        L.append(res["pipeline_stderr"].strip())
-        L.append("```")
-    md = "\n".join(L) + "\n"
-    say("")
-    say(md)
-    return md
+def kib(v):
+    """KiB as MiB for the log, or '?'."""
+    return f"{v / 1024:.0f}" if v else "?"
 
 
 def parse_args(argv):
@@ -1016,26 +1004,34 @@ def parse_args(argv):
         prog="scripts/bench",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Benchmark melpipe against the read floor and the "
-        "Python anchor,\non the 10-second job (docs/BENCHMARKS.md). Run "
-        "from anywhere; prints\na table and writes it as markdown to "
-        "DIR/bench.md (and $OUT/bench.md\nwhen OUT is set).",
+        "Python anchors,\non the 10-second job or the keyword-spotting job "
+        "(docs/BENCHMARKS.md).\nRun from anywhere; prints a table and "
+        "writes it as markdown to\nDIR/bench.md (the keyword-spotting job: "
+        "DIR/bench-keyword-spotting.md),\nand to $OUT when OUT is set.",
         epilog="Rows: the read floor (parallel and one cat), the pipeline "
-        "end to end,\neach stage alone on a recorded stream, gpumel's "
-        "kernels alone (GPU),\ntorchaudio's MelSpectrogram alone (GPU), "
-        "and the anchor. See\ndocs/BENCHMARKS.md. Exit status: 0 done, 1 a "
-        "stage failed (or a target\nwas missed with --strict), 2 usage.")
-    ap.add_argument("--clips", type=int, default=39563,
-                    help="clips in the dataset (default 39563, the 10-second "
-                    "job's)")
+        "end to end,\nthe anchors (torchaudio with threads and with "
+        "DataLoader workers on a\nGPU machine, numpy on a CPU one), one "
+        "pipe hop, each stage alone on a\nrecorded stream, gpumel's "
+        "kernels and torchaudio's MelSpectrogram\nalone (GPU). Each round "
+        "runs every row once, in that order; the\nfigures of issue 17 are "
+        "medians of --runs 5. See docs/BENCHMARKS.md.\nExit status: 0 "
+        "done, 1 a stage failed (or a target was missed with\n--strict), 2 "
+        "usage.")
+    ap.add_argument("--job", choices=sorted(JOBS), default="ten-second",
+                    help="the job: its data, pipeline and anchors "
+                    "(default ten-second)")
+    ap.add_argument("--clips", type=int, default=None,
+                    help="clips in the dataset (default: the job's, 39563 "
+                    "or 105829)")
     ap.add_argument("--runs", type=int, default=3,
                     help="rounds; each row runs once per round "
                     "(default 3)")
     ap.add_argument("--anchor-runs", type=int, default=None,
-                    help="rounds that also run the anchor (default: "
+                    help="rounds that also run the anchors (default: "
                     "--runs)")
     ap.add_argument("--dir", default="/tmp/melpipe-bench",
-                    help="work dir: data-N/, out/, logs/, bench.md "
-                    "(default /tmp/melpipe-bench)")
+                    help="work dir: data-N/ or kws-N/, out/, logs/, "
+                    "bench.md (default /tmp/melpipe-bench)")
     ap.add_argument("--bin", default=os.environ.get(
         "MELPIPE_BIN", os.path.join(ROOT, "bin")),
         help="the programs' folder (default $MELPIPE_BIN or bin/)")
@@ -1046,26 +1042,30 @@ def parse_args(argv):
     ap.add_argument("--keep", action="store_true",
                     help="keep the recorded streams and outputs")
     ap.add_argument("--skip-anchor", action="store_true",
-                    help="skip the end-to-end anchor (the torchaudio "
+                    help="skip the end-to-end anchors (the torchaudio "
                     "MelSpectrogram-alone timing still runs)")
     ap.add_argument("--cpu", action="store_true",
                     help="the CPU path even where there is a GPU")
+    ap.add_argument("--torch-anchors", action="store_true",
+                    help="on the CPU path, also run the torchaudio anchors "
+                    "(both loaders) on the CPU: a smoke test of them, not "
+                    "a measurement")
     ap.add_argument("--scaling", action="store_true",
-                    help="also time the pipeline and its peak RSS per "
-                    "stage at --scaling-sizes clips")
+                    help="also time the pipeline and its peak RSS and PSS "
+                    "per stage at --scaling-sizes clips")
     ap.add_argument("--scaling-sizes", default="4000,40000",
                     help="comma-separated clip counts (default "
                     "4000,40000)")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 when a target is missed")
     ap.add_argument("--torch-python", default=os.environ.get(
-        "MELPIPE_TORCH_PYTHON"), help="Python for the torch anchor "
+        "MELPIPE_TORCH_PYTHON"), help="Python for the torch anchors "
         "(default $MELPIPE_TORCH_PYTHON, else python3)")
     ap.add_argument("--anchor-python", default=os.environ.get(
         "MELPIPE_ANCHOR_PYTHON"), help="Python for the numpy anchor "
         "(default $MELPIPE_ANCHOR_PYTHON, else /usr/bin/python3)")
     a = ap.parse_args(argv)
-    if a.clips < 1 or a.runs < 1:
+    if (a.clips is not None and a.clips < 1) or a.runs < 1:
         ap.error("--clips and --runs must be at least 1")
     if a.anchor_runs is None:
         a.anchor_runs = a.runs
