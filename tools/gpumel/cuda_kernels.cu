@@ -12,7 +12,7 @@
  *             fbank: the team's first warp makes Kaldi's frame in shared
  *             memory (md_kaldi_frame) before the FFT. MFCC with no
              top_db (ceps_fused): the frame's bands stay in shared
-             memory and the team stores their DCT (md_dct_team).
+             memory and the team stores their DCT (team_dct).
  *   k_frames  framing + window into cuFFT's input (cuFFT path)
  *   k_kaldi_frames  fbank's frames into cuFFT's input, the log energy into
  *             the output (cuFFT path; a warp per frame)
@@ -38,6 +38,32 @@ __device__ void team_max(float mx, int t, bool active, uint32_t *key)
 		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 	if (active && t % W == 0)
 		atomicMax(key, md_fkey(mx));
+}
+
+/* MFCC in the fused kernel: the DCT of the team's frame (its bands in
+ * fr.sb) by groups of lanes and a butterfly (md_dct_partial). Every
+ * thread of the block calls it: a team with no frame adds zeros. */
+template <int T>
+__device__ void team_dct(const mel_kargs &a, const md_frame &fr, int t,
+			 bool active)
+{
+	constexpr int W = T < 32 ? T : 32, G = T / W;
+	const int lane = t % W;
+
+	for (uint32_t c0 = (uint32_t)(t / W) * MD_CEPS; c0 < a.n_ceps;
+	     c0 += G * MD_CEPS) {
+		float acc[MD_CEPS];
+
+		md_dct_partial(a, active ? fr.sb : nullptr, c0, lane, W, acc);
+#pragma unroll
+		for (int k = 0; k < MD_CEPS; k++)
+#pragma unroll
+			for (int o = W / 2; o > 0; o >>= 1)
+				acc[k] += __shfl_xor_sync(0xffffffffu, acc[k],
+							  o);
+		if (active)
+			md_dct_store(a, fr, c0, lane, W, acc);
+	}
 }
 
 template <int N, class IN, bool FB>
@@ -91,8 +117,7 @@ __global__ void __launch_bounds__(md_fused_block_of(N, FB))
 	}
 	if (a.ceps_fused) {
 		POL::sync<T>();
-		if (active)
-			md_dct_team(a, fr, t, T);
+		team_dct<T>(a, fr, t, active);
 	}
 	if (a.rec_key)
 		team_max<T>(mx, t, active, a.rec_key + fr.r);
