@@ -91,6 +91,13 @@ test_expect_success 'scripts/bench --job keyword-spotting: its data, no segment,
 	test $(ls kws/kws-30 | grep -cv _list.txt) = 10
 '
 
+test_expect_success 'scripts/bench-kaldi on the CPU: the pipeline rows of both features' '
+	OUT= $PYTHON $TOP/scripts/bench-kaldi --cpu --skip-anchor --clips 30 \
+		--runs 1 --dir kaldi --bin "$MELPIPE_BIN" >out 2>err &&
+	md=kaldi/bench-kaldi.md &&
+	test_grep "^| melpipe: wavcat .* --device cpu .* | all 30 clips, median of 1 | [0-9.]* | [0-9,]* | [0-9.]* | [0-9,]* |$" $md
+'
+
 torch_py() {
 	for py in ${MELPIPE_TORCH_PYTHON:-} python3; do
 		"$py" -c "import torch, torchaudio, scipy, h5py" \
