@@ -300,4 +300,34 @@ test_expect_success 'shard streams: their own clips are all recdump expects' '
 	test_grep "shard 1/3 of 7 clips should hold 2, the records cover 1 (highest index 1)" err
 '
 
+# -n N: the full listing up to its Nth data record (source records shown,
+# not counted), then the line that says how many records were read.
+test_expect_success '-n counts data records; source records come along' '
+	S=$GOLDEN/good-source.rec &&
+	recdump "$S" >all &&
+	ndata=$(grep -c -E "^[0-9]+ (audio|features|windows|skipped) " all) &&
+	test $ndata -ge 4 &&
+	n=1 &&
+	while test $n -le $ndata; do
+		recdump -n $n "$S" >out &&
+		awk -v n=$n "{ print }
+			/^[0-9]+ (audio|features|windows|skipped) / && ++d == n { exit }" \
+			all >expect &&
+		echo "stopped after $(tail -n 1 expect | cut -d" " -f1) records (--limit)" \
+			>>expect &&
+		test_cmp expect out &&
+		recdump -q -n $n "$S" >out &&
+		test ! -s out || return 1
+		n=$((n + 1))
+	done &&
+	recdump -n $((ndata + 1)) "$S" >out &&
+	test_cmp all out
+'
+
+test_expect_success '--help: -n counts data records, not source records' '
+	recdump --help >help &&
+	test_grep "stop after N data records (audio, features," help &&
+	test_grep "source records among them are shown but not" help
+'
+
 test_done

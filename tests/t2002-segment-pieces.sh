@@ -203,6 +203,107 @@ test_expect_success 'cut short before any window: the skipped record alone' '
 	test_grep "^[0-9]* skipped .*(200 samples kept): forged" c12
 '
 
+DUMP="$PYTHON $TEST_DIRECTORY/py/gpumel_rec.py dump"
+FORGE="$PYTHON $TEST_DIRECTORY/py/rec_forge.py"
+CHECK="$PYTHON $TEST_DIRECTORY/py/segment_check.py"
+
+# segments_in_order FILE: each clip's records in segment's output FILE
+# take the segment indices 0, 1, 2, ... in turn, skipped records
+# included (a windows record as many as its windows): recdump gives each
+# record's n_windows, melpipe.stream (gpumel_rec.py dump) its clip and
+# segment, skipped records' too.
+segments_in_order() {
+	recdump "$1" | grep -E "^[0-9]+ (audio|windows|skipped) " |
+		sed "s/.* n_windows=\([0-9]*\) .*/\1/;t;s/.*/1/" >n.tmp &&
+	$DUMP "$1" | cut -d" " -f2,5 >seg.tmp &&
+	test $(wc -l <n.tmp) = $(wc -l <seg.tmp) &&
+	paste -d" " seg.tmp n.tmp | awk "
+		\$1 != clip { clip = \$1; want = 0 }
+		\$2 != want { print \"clip \" \$1 \" segment \" \$2 \", want \" want; bad = 1 }
+		{ want = \$2 + \$3 }
+		END { exit bad }"
+}
+
+# skipped_kept IN OUT: IN's skipped records are in OUT, in order, as
+# they were but for their segment index (field 5 of the dump); OUT may
+# hold more (records that gave no window).
+skipped_kept() {
+	$DUMP "$1" | awk "\$1 == 4" | cut -d" " -f1-4,6- >sk.in &&
+	$DUMP "$2" | awk "\$1 == 4" | cut -d" " -f1-4,6- >sk.out &&
+	test -s sk.in &&
+	grep -F -x -f sk.in sk.out >sk.both &&
+	test_cmp sk.in sk.both
+}
+
+# drop_cut IN OUT: IN without the skipped records that end a clip cut
+# short (their reasons say how many samples were kept), the trailer made
+# to match, so that the windows around them can be checked alone.
+drop_cut() {
+	cp "$1" dc.rec &&
+	for r in $(recdump "$1" |
+		   sed -n "s/^\([0-9]*\) skipped .* samples kept.*/\1/p" |
+		   sort -rn); do
+		$FORGE drop $r <dc.rec >dc.next && mv dc.next dc.rec || return 1
+	done &&
+	$FORGE fix-trailer <dc.rec >"$2"
+}
+
+# two_stages IN A B: segment A | segment B on IN, whose clips are cut
+# short in pieces (A, B: LEN,HOP,LAST,copy or describe). The output is
+# a valid stream; every clip's records, skipped ones included, take the
+# segment indices 0, 1, 2, ...; IN's skipped records are in it; and
+# without the clips' skipped records it is the reference's cut B of the
+# first stage's output without them.
+two_stages() {
+	set -- "$1" $(echo "$2" | tr , " ") $(echo "$3" | tr , " ") &&
+	c1= c2= &&
+	if test "$5" = copy; then c1=--copy; fi &&
+	if test "$9" = copy; then c2=--copy; fi &&
+	segment -q $c1 --len $2 --hop $3 --last $4 "$1" >s1.rec &&
+	segment -q $c2 --len $6 --hop $7 --last $8 s1.rec >s2.rec &&
+	recdump -q s2.rec &&
+	segments_in_order s2.rec &&
+	skipped_kept "$1" s2.rec &&
+	drop_cut s1.rec s1.nc.rec &&
+	drop_cut s2.rec s2.nc.rec &&
+	$CHECK s1.nc.rec s2.nc.rec --stage $6,$7,$8 $c2 >/dev/null
+}
+
+test_expect_success 'cut short: a second stage puts the skipped record after its windows' '
+	$PIECES cut-short edge.rec --pieces 7 --unknown-length \
+		--cut 1:1 --cut 14:257 --cut 29:1000 --cut 32:2000 >c.rec &&
+	two_stages c.rec 256,100,pad,copy 100,37,pad,copy &&
+	two_stages c.rec 256,100,pad,describe 100,37,drop,describe &&
+	two_stages c.rec 100,256,drop,describe 64,16,cover,copy &&
+	two_stages c.rec 256,256,pad,copy 300,300,drop,describe
+'
+
+test_expect_success 'a truncated WAV in pieces through two stages and gpumel' '
+	$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py tone ok.wav \
+		--frames 48000 --seed 8 &&
+	mkdir T &&
+	head -c $(($(wc -c <ok.wav) / 2)) ok.wav >T/cut.wav &&
+	cp ok.wav T/whole.wav &&
+	wavcat -q --piece-samples 4096 T >w.rec &&
+	recdump -s w.rec >sum &&
+	test_grep "^cut_short 1$" sum &&
+	segment -q --copy --len 4000 w.rec |
+		segment -q --copy --len 1000 --hop 300 >cc.rec &&
+	segment -q --len 4000 w.rec |
+		segment -q --len 1000 --hop 300 >dd.rec &&
+	recdump -q cc.rec &&
+	recdump -q dd.rec &&
+	segments_in_order cc.rec &&
+	segments_in_order dd.rec &&
+	skipped_kept w.rec cc.rec &&
+	skipped_kept w.rec dd.rec &&
+	for s in cc dd; do
+		gpumel -q --device cpu --n-fft 256 --n-mels 16 $s.rec >f.rec &&
+		recdump -q f.rec &&
+		skipped_kept w.rec f.rec || return 1
+	done
+'
+
 # A clip of 100 MB (50M s16 samples) in pieces of 64K samples: segment
 # keeps a window and a piece, not the clip (9 MiB here for either).
 test_expect_success NOSAN 'peak memory: a clip of 50M samples as of 500K' '

@@ -63,6 +63,76 @@ test_expect_success 'the bad value is named in the message' '
 	test_grep "hann, hamming or rect" usage.err
 '
 
+# Two names of one option with two values (names: NAME1 VAL1 NAME2 VAL2),
+# in either order: exit 2, the message naming both as they were given.
+test_expect_success 'two names of one option given two values: exit 2 naming both' '
+	cat >names <<-\EOF &&
+	n-mels 40 num-mel-bins 80
+	num-mel-bins 80 n-mels 40
+	mfcc 13 num-ceps 20
+	fmin 10 low-freq 20.5
+	hop 100 hop-length 200
+	preemphasis 0.97 preemphasis-coefficient 0.9
+	EOF
+	while read -r a va b vb; do
+		test_single_usage_error gpumel --preset kaldi \
+			--$a $va --$b $vb in.rec &&
+		test_grep "^gpumel: --$a $va and --$b $vb are two names of one option: give one value$" \
+			usage.err &&
+		test_single_usage_error gpumel --$b $vb --n-fft 512 \
+			--$a $va in.rec &&
+		test_grep "^gpumel: --$b $vb and --$a $va are two names" \
+			usage.err ||
+		return 1
+	done <names
+'
+
+# header_value FILE KEY: the value of KEY in the header of the stream FILE.
+header_value() {
+	recdump -n 1 "$1" | sed -n "s/^header $2=//p"
+}
+
+test_expect_success 'two names with one value, or one name twice: the last wins' '
+	gpumel $SMALL --n-mels 20 --num-mel-bins 020 in.rec >a.rec &&
+	test "$(header_value a.rec n_mels)" = 20 &&
+	gpumel $SMALL --n-mels 40 --n-mels 24 in.rec >b.rec &&
+	test "$(header_value b.rec n_mels)" = 24 &&
+	gpumel $SMALL --n-mels 40 --num-mel-bins 24 --n-mels 24 in.rec \
+		>c.rec &&
+	test "$(header_value c.rec n_mels)" = 24 &&
+	gpumel -q --device cpu --preset kaldi --preemphasis 0.5 \
+		--preemphasis-coefficient 0.50 --low-freq 30 --fmin 30.0 \
+		--hop 100 --hop-length 100 in.rec >d.rec &&
+	test "$(header_value d.rec preemphasis)" = 0.5 &&
+	test "$(header_value d.rec fmin)" = 30 &&
+	test "$(header_value d.rec hop_length)" = 100
+'
+
+test_expect_success '--preset kaldi: a frame given in ms and in samples must agree' '
+	test_expect_code 1 gpumel -q --device cpu --preset kaldi \
+		--frame-length-ms 30 --win-length 400 in.rec >out 2>err &&
+	test_grep "^gpumel: --frame-length-ms 30 is 480 samples at the stream.s sample_rate 16000, not the 400 of --win-length: give one of them$" err &&
+	test $(wc -l <err) = 1 &&
+	test ! -s out &&
+	test_expect_code 1 gpumel -q --device cpu --preset kaldi \
+		--hop-length 200 --frame-shift-ms 10 in.rec >out 2>err &&
+	test_grep "^gpumel: --frame-shift-ms 10 is 160 samples at the stream.s sample_rate 16000, not the 200 of --hop: give one of them$" err &&
+	gpumel -q --device cpu --preset kaldi --frame-length-ms 30 \
+		--win-length 480 --frame-shift-ms 12.5 --hop 200 in.rec \
+		>a.rec &&
+	test "$(header_value a.rec win_length)" = 480 &&
+	test "$(header_value a.rec hop_length)" = 200
+'
+
+test_expect_success '--help: two names of one option take one value' '
+	gpumel --help >help.out &&
+	test_grep "^option given twice takes its last value; two names of one option given$" \
+		help.out &&
+	test_grep "^name --num-mel-bins, --mfcc and --num-ceps, --fmin and --low-freq, --hop$" \
+		help.out &&
+	test_grep "given in samples as well, the two must give the" help.out
+'
+
 test_expect_success 'refuses to write records to a terminal' '
 	script -qec "gpumel $SMALL in.rec" /dev/null >tty.out 2>&1
 	test $? = 2 &&

@@ -4,6 +4,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@ static const char kaldi_help[] =
 "give those options to match compute-fbank-feats.\n"
 "      --frame-length-ms=MS  frame length; default 25 (win_length: samples)\n"
 "      --frame-shift-ms=MS   frame shift; default 10 (hop: in samples)\n"
+"                         (given in samples as well, the two must give the\n"
+"                         same samples at the stream's rate: exit 1 if not)\n"
 "      --round-to-power-of-two[=BOOL], --no-round-to-power-of-two\n"
 "                         n_fft: the frame length's next power of two (the\n"
 "                         default), else the frame length; --n-fft sets it\n"
@@ -100,7 +103,11 @@ static void usage(FILE *f)
 "of librosa.feature.melspectrogram followed by librosa.power_to_db, except\n"
 "the hop (win_length / 4, as librosa.stft); --preset torchaudio takes\n"
 "those of torchaudio's MelSpectrogram followed by AmplitudeToDB('power').\n"
-"Options given explicitly win over the preset, wherever they stand.\n"
+"Options given explicitly win over the preset, wherever they stand. An\n"
+"option given twice takes its last value; two names of one option given\n"
+"different values are a usage error (the pairs: --n-mels and its other\n"
+"name --num-mel-bins, --mfcc and --num-ceps, --fmin and --low-freq, --hop\n"
+"and --hop-length, --preemphasis and --preemphasis-coefficient).\n"
 "\n"
 "Transform (defaults that differ are given as: no preset, --preset librosa,\n"
 "--preset torchaudio):\n"
@@ -497,6 +504,55 @@ static void parse_other(struct options *o, int c, const char *arg)
 	}
 }
 
+/* What each long option was last given, for check_names(). */
+struct given_name {
+	const char *arg;       /* NULL: not given */
+	double value;          /* as parsed; NAN: compare arg */
+	int order;             /* its place among the options given */
+};
+
+/* The value an option of several names holds once parsed, so that "80"
+ * and "080" agree; NAN for one that has a single name. */
+static double named_value(const struct options *o, int c)
+{
+	switch (c) {
+	case OPT_N_MELS: return o->p.n_mels;
+	case OPT_MFCC: return o->p.n_mfcc;
+	case OPT_HOP: return o->p.hop_length;
+	case OPT_FMIN: return o->p.fmin;
+	case OPT_PREEMPH: return o->p.k.preemphasis;
+	}
+	return NAN;
+}
+
+static int same_value(const struct given_name *a, const struct given_name *b)
+{
+	if (isnan(a->value) || isnan(b->value))
+		return !strcmp(a->arg, b->arg);
+	return a->value == b->value;
+}
+
+/* Two names of one option (librosa's and Kaldi's) given different values
+ * are a usage error naming both, the earlier first; one name given
+ * several times has its last value, as any option. */
+static void check_names(const struct given_name *g)
+{
+	for (size_t i = 0; longopts[i].name; i++) {
+		for (size_t j = i + 1; longopts[j].name; j++) {
+			size_t a = g[i].order < g[j].order ? i : j;
+			size_t b = a == i ? j : i;
+
+			if (longopts[i].val != longopts[j].val || !g[i].arg ||
+			    !g[j].arg || same_value(&g[i], &g[j]))
+				continue;
+			prog_usage_error("--%s %s and --%s %s are two names of "
+					 "one option: give one value",
+					 longopts[a].name, g[a].arg,
+					 longopts[b].name, g[b].arg);
+		}
+	}
+}
+
 /* Notes an option that belongs to one feature only (see check_usage). */
 static void note_feature_opt(struct options *o, int c, const char *name)
 {
@@ -514,23 +570,27 @@ static void note_feature_opt(struct options *o, int c, const char *name)
 
 void gpumel_parse_args(int argc, char **argv, struct options *o)
 {
-	int c, li = -1;
+	struct given_name given[sizeof(longopts) / sizeof(longopts[0])];
+	int c, li = -1, n = 0;
 
 	memset(o, 0, sizeof(*o));
+	memset(given, 0, sizeof(given));
 	o->cuda_index = -1;
-	o->frame_ms = MEL_KALDI_FRAME_MS;
-	o->shift_ms = MEL_KALDI_SHIFT_MS;
 	while ((c = prog_getopt_index(argc, argv, "hj:o:qVv", longopts,
 				      &li)) != -1) {
 		if (li >= 0)
 			note_feature_opt(o, c, longopts[li].name);
-		li = -1;
 		if (!prog_common_opt(c, optarg, &o->co, usage) &&
 		    parse_transform(o, c, optarg) < 0 &&
 		    parse_scale(o, c, optarg) < 0 &&
 		    parse_kaldi(o, c, optarg) < 0)
 			parse_other(o, c, optarg);
+		if (li >= 0 && optarg)
+			given[li] = (struct given_name){
+				optarg, named_value(o, c), n++ };
+		li = -1;
 	}
+	check_names(given);
 	if (argc - optind > 1)
 		prog_usage_error("too many arguments: one input at most");
 	if (optind < argc && strcmp(argv[optind], "-"))
@@ -587,15 +647,31 @@ void gpumel_resolve(const struct options *o, mel_params *p)
 	check_usage(o, p);
 }
 
-/* fbank's frame in samples, from milliseconds as torchaudio computes it
- * (int(sample_rate * ms * 0.001)), unless given in samples. */
-static uint32_t kaldi_samples(double sr, double ms, uint32_t given)
+/* Milliseconds in samples at the rate sr, as torchaudio computes it
+ * (int(sample_rate * ms * 0.001)). */
+static uint32_t ms_samples(double sr, double ms)
 {
 	double n = sr * ms * 0.001;
 
-	if (given)
-		return given;
 	return n >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* fbank's frame length or shift in *n: given in samples (*n, not 0), in
+ * milliseconds (ms, not 0) or neither (def_ms). Given both ways they must
+ * agree at the rate sr: -1 after a message naming both when not. */
+static int kaldi_samples(double sr, const char *ms_opt, double ms,
+			 double def_ms, const char *opt, uint32_t *n)
+{
+	if (!*n) {
+		*n = ms_samples(sr, ms ? ms : def_ms);
+		return 0;
+	}
+	if (!ms || ms_samples(sr, ms) == *n)
+		return 0;
+	prog_err("%s %g is %" PRIu32 " samples at the stream's sample_rate "
+		 "%g, not the %" PRIu32 " of %s: give one of them", ms_opt,
+		 ms, ms_samples(sr, ms), sr, *n, opt);
+	return -1;
 }
 
 static uint32_t next_pow2(uint32_t n)
@@ -613,8 +689,11 @@ static int resolve_kaldi(const struct options *o, mel_params *p, double sr)
 {
 	double nyquist = sr / 2.0;
 
-	p->win_length = kaldi_samples(sr, o->frame_ms, p->win_length);
-	p->hop_length = kaldi_samples(sr, o->shift_ms, p->hop_length);
+	if (kaldi_samples(sr, "--frame-length-ms", o->frame_ms,
+			  MEL_KALDI_FRAME_MS, "--win-length", &p->win_length) ||
+	    kaldi_samples(sr, "--frame-shift-ms", o->shift_ms,
+			  MEL_KALDI_SHIFT_MS, "--hop", &p->hop_length))
+		return -1;
 	if (p->win_length < 2 || p->hop_length < 1 ||
 	    p->win_length > MAX_FFT || p->hop_length > INT32_MAX) {
 		prog_err("a frame of %" PRIu32 " samples every %" PRIu32 " "

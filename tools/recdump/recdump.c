@@ -29,7 +29,8 @@ enum mode { MODE_LIST, MODE_SUMMARY, MODE_QUIET };
 struct opts {
 	enum mode mode;
 	int stats;
-	uint64_t limit;         /* data records to read; 0 = all */
+	uint64_t limit;         /* data records to read (source records
+				   not counted); 0 = all */
 	uint64_t max_data;
 	const char *path;       /* NULL: stdin */
 };
@@ -80,8 +81,10 @@ static void usage(FILE *f)
 "      --max-record SIZE\n"
 "                        refuse payloads over SIZE bytes (K/M/G suffixes;\n"
 "                        default 256M)\n"
-"  -n, --limit N         stop after N data records (the rest is not read\n"
-"                        nor verified)\n"
+"  -n, --limit N         stop after N data records (audio, features,\n"
+"                        windows or skipped; each piece counts): the\n"
+"                        source records among them are shown but not\n"
+"                        counted, the rest is not read nor verified\n"
 "  -q, --quiet           print nothing but errors: only verify\n"
 "  -s, --summary         print the header and totals per type, split and\n"
 "                        label instead of a line per record\n"
@@ -530,6 +533,7 @@ static int dump(int fd, const char *name, const struct opts *o)
 	struct totals t = { 0 };
 	const rec_header *h;
 	rec_item it;
+	uint64_t n_data = 0;    /* for --limit */
 	double t0 = prog_now();
 	int err, status = EXIT_FAIL;
 
@@ -543,10 +547,11 @@ static int dump(int fd, const char *name, const struct opts *o)
 		print_header(h);
 	if (totals_init(&t, h))
 		prog_die("out of memory");
-	while (o->limit == 0 || rec_reader_count(r) < o->limit) {
+	while (o->limit == 0 || n_data < o->limit) {
 		err = rec_read(r, &it);
 		if (err)
 			break;
+		n_data += it.type != REC_T_SOURCE;
 		if (o->mode == MODE_LIST)
 			print_item(h, &it, rec_reader_count(r), o->stats);
 		totals_add(&t, &it);

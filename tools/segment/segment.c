@@ -13,7 +13,10 @@
  * A clip that yields no window (shorter than --len with --last drop, or
  * empty) is not dropped silently: it is warned about, counted, and passed
  * on as a skipped record, so the dataset lists it. Skipped records of the
- * input pass through unchanged.
+ * input pass through unchanged but for their segment index, the clip's
+ * next as for any record written here: 0 for a clip skipped whole, and
+ * after this stage's windows for the skipped record that a first stage
+ * put after the windows of a clip cut short.
  *
  * By default the windows are described, not copied: each audio record
  * leaves as one windows record (formats/record.md, format version 2)
@@ -79,7 +82,7 @@ static void usage(FILE *f)
 "which gives the fewest windows that hold every sample. A record that\n"
 "gives no window at all (shorter than N with drop, or empty) is reported\n"
 "and passed on as a skipped record, so the dataset lists it; skipped\n"
-"records of the input pass through.\n"
+"records of the input pass through, numbered after the clip's windows.\n"
 "\n"
 "An audio item in pieces (record format version 3) is cut as one clip:\n"
 "the windows its samples give in one record, written as the pieces come.\n"
@@ -376,11 +379,20 @@ static int cut_windows(struct cut_ctx *c, const rec_item *in, void **pad,
 	return err ? -1 : 0;
 }
 
+/* A skipped record of the input goes on with the clip's next segment
+ * index, as every record written here takes one: a clip skipped whole
+ * keeps its 0, and the skipped record that an earlier segment stage put
+ * after a clip cut short follows this stage's windows of it (whose
+ * indices count past the earlier stage's). */
 static int pass_skipped(struct cut_ctx *c, const rec_item *in)
 {
-	int err = rec_write(c->w, in);
+	rec_item out = *in;
+	int err;
 
+	out.segment = clip_next_segment(&c->cs, in->clip);
+	c->cs.next_segment++;
 	c->st.in_skipped++;
+	err = rec_write(c->w, &out);
 	return err ? write_failed(c->w, rec_strerror(err)) : 0;
 }
 
