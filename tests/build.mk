@@ -7,7 +7,8 @@
 
 HELPER_DIR := $(BUILD)/tests/helper
 HELPER_NAMES := test-crc32c test-half test-opt test-rec-header test-rec-item \
-	test-rec-read test-rec-write test-writebehind rec-copy rec-gen fuzz-rec
+	test-rec-read test-rec-write test-writebehind test-shmring rec-copy \
+	rec-gen fuzz-rec
 HELPER_BIN := $(HELPER_NAMES:%=$(HELPER_DIR)/%)
 HELPER_TAP := $(HELPER_DIR)/tap.o
 
@@ -28,6 +29,42 @@ $(addprefix $(HELPER_DIR)/,test-rec-item test-rec-read test-rec-write \
 		test-writebehind): $(HELPER_DIR)/rec-fixture.o
 $(HELPER_DIR)/test-rec-read $(HELPER_DIR)/test-rec-write: \
 		$(HELPER_DIR)/rec-round-trip.o
+
+# test-shmring: its unit tests, its runs of a writer and a reader
+# (shmring-pair.c) and what both share (shmring-fixture.c).
+SHMRING_TEST_SRC := tests/helper/test-shmring.c tests/helper/shmring-pair.c \
+	tests/helper/shmring-fixture.c
+$(HELPER_DIR)/test-shmring: $(HELPER_DIR)/shmring-pair.o \
+		$(HELPER_DIR)/shmring-fixture.o
+
+# test-shmring-tsan: test-shmring under ThreadSanitizer, for its run of a
+# writer and a reader thread on one mapping (t0007; `make tsan-check` runs
+# it alone). Built from its sources with lib/shmring.c and lib/xio.c, in
+# the plain build only (TSan and ASan do not mix) and where the compiler
+# links -fsanitize=thread.
+TSAN_HELPER := $(HELPER_DIR)/test-shmring-tsan
+TSAN_SRC := $(SHMRING_TEST_SRC) tests/helper/tap.c lib/shmring.c lib/xio.c
+ifeq ($(SAN),0)
+TSAN_OK := $(shell echo 'int main(void){return 0;}' | \
+	$(CC) -fsanitize=thread -x c -o /dev/null - 2>/dev/null && echo 1)
+endif
+ifeq ($(TSAN_OK),1)
+test-helpers: $(TSAN_HELPER)
+endif
+
+# (one command for all the sources: its headers are named here, as one
+# dependency file cannot hold them all)
+$(TSAN_HELPER): $(TSAN_SRC) lib/shmring.h lib/xio.h tests/helper/tap.h \
+		tests/helper/shmring-fixture.h tests/helper/shmring-pair.h
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@ (tsan)"
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fsanitize=thread \
+		-pthread -o $@ $(TSAN_SRC)
+
+tsan-check: $(TSAN_HELPER)
+	$(Q)TSAN_OPTIONS=halt_on_error=1 $(TSAN_HELPER) threads
+
+.PHONY: tsan-check
 
 # LD_PRELOAD libraries, plain build only (a sanitizer runtime must be
 # loaded first): fault-io.so fails pwrite/fsync with EIO (t4005);
