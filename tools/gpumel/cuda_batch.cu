@@ -125,7 +125,7 @@ static int alloc_buffers(cu_ctx *c, cu_batch *cb)
 		return -1;
 	if (!c->fused && cu_alloc_scratch(c, cb) < 0)
 		return -1;
-	if (c->p.n_mfcc && !(c->fused && mel_cuda_dct_fused_ok(&c->p)) &&
+	if (c->p.n_mfcc &&
 	    cu_dev_alloc(c, (void **)&cb->d_bands, (size_t)cb->max_frames *
 			 mel_n_bands(&c->p) * sizeof(float), "MFCC bands") < 0)
 		return -1;

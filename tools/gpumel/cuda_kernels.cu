@@ -10,16 +10,14 @@
  *             -> cast -> store, and the record's max for top_db; one pass
  *             over device memory: samples in, features out. With FB,
  *             fbank: the team's first warp makes Kaldi's frame in shared
- *             memory (md_kaldi_frame) before the FFT, and for MFCC
-             (ceps_fused: no top_db) the frame's bands stay in shared
-             memory and the team stores their DCT (team_dct).
+ *             memory (md_kaldi_frame) before the FFT.
  *   k_frames  framing + window into cuFFT's input (cuFFT path)
  *   k_kaldi_frames  fbank's frames into cuFFT's input, the log energy into
  *             the output (cuFFT path; a warp per frame)
  *   k_mel     power -> mel -> log -> cast -> store from cuFFT's output
  *   k_clamp   top_db: every element up to its record's max - top_db
- *   k_dct     MFCC otherwise: the bands (clamped) through the DCT, a
- *             thread per frame
+ *   k_dct     MFCC: the bands (clamped) through the DCT, a thread per
+ *             frame
  */
 #include "cuda_mel_dev.h"
 
@@ -38,32 +36,6 @@ __device__ void team_max(float mx, int t, bool active, uint32_t *key)
 		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 	if (active && t % W == 0)
 		atomicMax(key, md_fkey(mx));
-}
-
-/* MFCC in the fused kernel: the DCT of the team's frame (its bands in
- * fr.sb) by groups of lanes and a butterfly (md_dct_partial). Every
- * thread of the block calls it: a team with no frame adds zeros. */
-template <int T>
-__device__ void team_dct(const mel_kargs &a, const md_frame &fr, int t,
-			 bool active)
-{
-	constexpr int W = T < 32 ? T : 32, G = T / W;
-	const int lane = t % W;
-
-	for (uint32_t c0 = (uint32_t)(t / W) * MD_CEPS; c0 < a.n_ceps;
-	     c0 += G * MD_CEPS) {
-		float acc[MD_CEPS];
-
-		md_dct_partial(a, active ? fr.sb : nullptr, c0, lane, W, acc);
-#pragma unroll
-		for (int k = 0; k < MD_CEPS; k++)
-#pragma unroll
-			for (int o = W / 2; o > 0; o >>= 1)
-				acc[k] += __shfl_xor_sync(0xffffffffu, acc[k],
-							  o);
-		if (active)
-			md_dct_store(a, fr, c0, lane, W, acc);
-	}
 }
 
 template <int N, class IN, bool FB>
@@ -102,27 +74,13 @@ __global__ void __launch_bounds__(md_fused_block_of(N, FB))
 	if (active)
 		md_power<M, T>(Z, P, t, tw, a.power);
 	POL::sync<T>();
-	/* the mel sums' parts go where Z was; MFCC's bands where neither
-	 * they nor the power spectrum still being read are */
-	const bool split = md_mel_split(a.n_mels, T) > 0;
-
-	/* (fbank only: the DCT's registers would cost the mel kernels'
-	 * occupancy, 40 -> 51 on sm_90, and 10% of their speed) */
-	if constexpr (FB)
-		if (a.ceps_fused)
-			fr.sb = split ? P : (float *)Z;
+	/* the mel sums' parts go where Z was */
 	if (active)
 		mx = md_mel(a, fr, t, T, md_pw_array{ P }, (float *)Z);
-	if (split) {
+	if (md_mel_split(a.n_mels, T) > 0) {
 		POL::sync<T>();
 		if (active)
 			mx = md_mel_combine(a, fr, t, T, (const float *)Z);
-	}
-	if constexpr (FB) {
-		if (a.ceps_fused) {
-			POL::sync<T>();
-			team_dct<T>(a, fr, t, active);
-		}
 	}
 	if (a.rec_key)
 		team_max<T>(mx, t, active, a.rec_key + fr.r);

@@ -11,9 +11,7 @@
  *   maxima] -> compute -> [top_db clamp, or MFCC's DCT] -> copy out
  *   (features)
  * (MFCC: compute writes the bands in float to a scratch matrix per record,
- * the DCT kernel clamps them and writes the coefficients; but Kaldi's
- * fused kernel applies the DCT to each frame's bands in shared memory,
- * with no scratch and no DCT kernel)
+ * the DCT kernel clamps them and writes the coefficients)
  * where compute is one kernel (fused: framing, window, a shared-memory FFT,
  * power, mel, log, cast) when n_fft is a power of two the fused kernel has
  * a size for, and otherwise frames kernel -> cuFFT R2C -> mel kernel, in
@@ -109,14 +107,9 @@ typedef struct mel_kargs {
 	 * is the float scratch, record r's [bands][n_frames] at frame_base[r]
 	 * * bands. The DCT kernel: bandsp that scratch (n_bands rows),
 	 * dct the [n_ceps][n_mels] matrix (lifter folded in), ceps_energy:
-	 * coefficient 0 is band row 0, the log energy. Kaldi's fused
-	 * kernel, when no record is clamped (ceps_fused, see
-	 * mel_cuda_dct_fused_ok: out the features, bands 0): each frame's
-	 * bands go to shared memory and its team applies dct itself
-	 * (team_dct); the log energy is then stored as coefficient 0 where
-	 * it would be row 0. */
+	 * coefficient 0 is band row 0, the log energy. */
 	uint32_t bands, n_bands, n_ceps;
-	int ceps_energy, ceps_fused;
+	int ceps_energy;
 	const float *bandsp;
 	const float *dct;
 } mel_kargs;
@@ -126,17 +119,6 @@ static inline int mel_cuda_fused_ok(uint32_t n_fft)
 {
 	return n_fft >= MEL_FUSED_MIN && n_fft <= MEL_FUSED_MAX &&
 	       (n_fft & (n_fft - 1)) == 0;
-}
-
-/* Whether the fused kernel takes MFCC's DCT itself (ceps_fused) for p:
- * Kaldi's (the fbank kernels only: the mel presets' kernels run faster
- * without the code), no top_db clamp (a record's maximum is known only
- * after all its frames), and the frame's mels fit the shared buffer that
- * held its spectrum (n_fft floats). */
-static inline int mel_cuda_dct_fused_ok(const mel_params *p)
-{
-	return p->n_mfcc && p->feature == MEL_FEAT_FBANK && !mel_clamps(p) &&
-	       p->n_mels <= p->n_fft;
 }
 
 /* Whether the fused kernel makes fbank's frames for n_fft: its teams

@@ -239,8 +239,6 @@ struct md_frame {
 	uint32_t j;        /* frame index in the record */
 	uint32_t stride;   /* the record's n_frames: one mel row of out */
 	uint32_t r;        /* record index in the batch */
-	float *sb;         /* MFCC in the fused kernel (ceps_fused): the
-			      frame's bands, in shared memory; else null */
 };
 
 MD md_frame md_locate(const mel_kargs &a, uint32_t f)
@@ -250,7 +248,6 @@ MD md_frame md_locate(const mel_kargs &a, uint32_t f)
 	const mel_rec *R = a.rec + r;
 
 	fr.r = r;
-	fr.sb = nullptr;
 	fr.j = f - a.frame_base[r];
 	fr.in_off = R->in_off;
 	/* MFCC's bands: the scratch, laid out by batch frame */
@@ -547,16 +544,12 @@ MD void md_store(const mel_kargs &a, uint64_t i, float v)
 }
 
 /* The value of mel m of the frame, logged, cast and stored in column j of
- * the record's matrix (row row0 + m), or, for the fused kernel's DCT, in
- * the frame's shared bands; returns what was stored (before the cast). */
+ * the record's matrix (row row0 + m); returns what was stored (before the
+ * cast). */
 MD float md_put(const mel_kargs &a, const md_frame &fr, uint32_t m, float s)
 {
 	s = md_finish(a, s);
-	if (fr.sb)
-		fr.sb[m] = s;
-	else
-		md_store(a, fr.out_off + (uint64_t)(a.row0 + m) * fr.stride +
-				    fr.j, s);
+	md_store(a, fr.out_off + (uint64_t)(a.row0 + m) * fr.stride + fr.j, s);
 	return s;
 }
 
@@ -822,8 +815,6 @@ __host__ __device__ constexpr int md_fused_block_of(int n, bool fbank)
 		       md_fused_team_of(n, fbank) : MEL_FUSED_BLOCK;
 }
 
-#define MD_CEPS 16
-
 /*
  * MFCC: the coefficients of batch frame f, from its bands in the scratch
  * (bandsp: record r's [n_bands][n_frames] at frame_base[r] * n_bands),
@@ -833,6 +824,7 @@ __host__ __device__ constexpr int md_fused_block_of(int n, bool fbank)
  * registers: each band is read once a chunk); coefficient 0 is the log
  * energy with ceps_energy. Stored in the record's [n_ceps][n_frames].
  */
+#define MD_CEPS 16
 MD void md_dct(const mel_kargs &a, uint32_t f)
 {
 	const uint32_t r = a.frame_rec[f];
@@ -868,49 +860,6 @@ MD_UNROLL
 				 c0 + k == 0 && a.ceps_energy ? x[0] :
 							       acc[k]);
 	}
-}
-
-/*
- * MFCC in the fused kernel (ceps_fused). The team's threads work in
- * groups of W = min(T, 32) lanes (a warp, or the team when smaller); group
- * g takes the chunks of MD_CEPS coefficients c0 = g MD_CEPS, (g + G)
- * MD_CEPS, ... (G = T / W groups). For a chunk, lane l adds the terms of
- * its bands m = l, l + W, ... into one sum a coefficient (md_dct_partial:
- * the frame's bands from shared memory, fr.sb, or zeros for a team with
- * no frame, which still takes part in the shuffles); the lanes' sums are
- * then added by an xor butterfly (every lane ends with the same bits,
- * addition being commutative), and md_dct_store stores them.
- */
-MD void md_dct_partial(const mel_kargs &a, const float *sb, uint32_t c0,
-		       int lane, int W, float *acc)
-{
-MD_UNROLL
-	for (int k = 0; k < MD_CEPS; k++)
-		acc[k] = 0.0f;
-	for (uint32_t m = (uint32_t)lane; m < a.n_mels; m += (uint32_t)W) {
-		const float v = sb ? sb[m] : 0.0f;
-		const float *d = a.dct + (uint64_t)c0 * a.n_mels + m;
-
-MD_UNROLL
-		for (int k = 0; k < MD_CEPS; k++)
-			if (c0 + k < a.n_ceps)
-				acc[k] = fmaf(md_ldg(d + (uint64_t)k *
-						     a.n_mels), v, acc[k]);
-	}
-}
-
-/* Coefficients c0 .. of the chunk, summed over the lanes: lane k mod W
- * stores coefficient c0 + k, but coefficient 0 with ceps_energy, the log
- * energy md_kaldi_frame stored there. */
-MD void md_dct_store(const mel_kargs &a, const md_frame &fr, uint32_t c0,
-		     int lane, int W, const float *acc)
-{
-MD_UNROLL
-	for (int k = 0; k < MD_CEPS; k++)
-		if (c0 + k < a.n_ceps && lane == k % W &&
-		    !(c0 + k == 0 && a.ceps_energy))
-			md_store(a, fr.out_off + (uint64_t)(c0 + k) *
-						 fr.stride + fr.j, acc[k]);
 }
 
 /* top_db: raises element (frame f, mel m) to its record's max - top_db,

@@ -120,11 +120,7 @@ static int compute(cu_ctx *c, cu_batch *cb)
 	mel_kargs a, m;
 
 	kernel_args(c, cb, &a);
-	if (c->p.n_mfcc && c->fused && mel_cuda_dct_fused_ok(&c->p)) {
-		/* the fused kernel's teams take the DCT themselves */
-		a.ceps_fused = 1;
-		a.dct = c->d_dct;
-	} else if (c->p.n_mfcc) {
+	if (c->p.n_mfcc) {
 		/* the bands, in float, to the scratch; the DCT below */
 		m = a;
 		a.out = cb->d_bands;
@@ -160,7 +156,7 @@ static int compute(cu_ctx *c, cu_batch *cb)
 			  "launching the mel kernel (%u frames)", nf) < 0)
 			return -1;
 	}
-	if (c->p.n_mfcc && !a.ceps_fused) {
+	if (c->p.n_mfcc) {
 		m.bandsp = cb->d_bands;
 		m.dct = c->d_dct;
 		return cu_ok(c, mel_cuda_launch_dct(&m, F, s),

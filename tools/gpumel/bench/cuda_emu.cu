@@ -36,33 +36,6 @@ static void emu_key(const mel_kargs &a, uint32_t r, float mx)
 		a.rec_key[r] = k;
 }
 
-/* The kernels' team_dct: each group's lanes' sums, then the butterfly
- * of __shfl_xor_sync on them (lane i adds lane i ^ o's sum at each step,
- * all lanes from the values of the step before). */
-template <int T>
-static void emu_team_dct(const mel_kargs &a, const md_frame &fr)
-{
-	constexpr int W = T < 32 ? T : 32, G = T / W;
-	float acc[W][MD_CEPS], nxt[W][MD_CEPS];
-
-	for (int g = 0; g < G; g++) {
-		for (uint32_t c0 = (uint32_t)g * MD_CEPS; c0 < a.n_ceps;
-		     c0 += G * MD_CEPS) {
-			for (int l = 0; l < W; l++)
-				md_dct_partial(a, fr.sb, c0, l, W, acc[l]);
-			for (int o = W / 2; o > 0; o >>= 1) {
-				for (int l = 0; l < W; l++)
-					for (int k = 0; k < MD_CEPS; k++)
-						nxt[l][k] = acc[l][k] +
-							    acc[l ^ o][k];
-				memcpy(acc, nxt, sizeof(acc));
-			}
-			for (int l = 0; l < W; l++)
-				md_dct_store(a, fr, c0, l, W, acc[l]);
-		}
-	}
-}
-
 /* k_fused over batch frames [a.f0, a.f0 + a.nf). */
 template <int N, class IN, bool FB>
 static void emu_fused_n(const mel_kargs &a)
@@ -87,21 +60,15 @@ static void emu_fused_n(const mel_kargs &a)
 		float2 *Z = md_fft<M, T, md_pol_host>(A, B, 0, true, tw);
 		float *P = (float *)(Z == A ? B : A);
 
-		const bool split = md_mel_split(a.n_mels, T) > 0;
-
 		for (int t = 0; t < T; t++)
 			md_power<M, T>(Z, P, t, tw, a.power);
-		if (a.ceps_fused)
-			fr.sb = split ? P : (float *)Z;
 		for (int t = 0; t < T; t++)
 			mx = fmaxf(mx, md_mel(a, fr, t, T, md_pw_array{ P },
 					      (float *)Z));
-		if (split)
+		if (md_mel_split(a.n_mels, T) > 0)
 			for (int t = 0; t < T; t++)
 				mx = fmaxf(mx, md_mel_combine(a, fr, t, T,
 							      (float *)Z));
-		if (a.ceps_fused)
-			emu_team_dct<T>(a, fr);
 		emu_key(a, fr.r, mx);
 	}
 	free(A);
