@@ -7,7 +7,9 @@ stage (give --stage once per segment stage in the pipeline): windows start
 at 0, HOP, 2*HOP, ...; every window that fits whole is kept; with pad the
 first window that runs past the end (if it starts before the end) is padded
 with zeros; a record with no window becomes a skipped record; skipped
-records pass through; segment indices count within the clip. Then every
+records pass through; segment indices count every record of the clip,
+skipped ones included (a skipped record of the input takes the clip's
+next, after the windows of a clip cut short by an earlier stage). Then every
 record of OUT must equal the reference's, field by field and byte by byte,
 and OUT's header must be IN's with the segment keys and one stage entry per
 stage. Prints 'ok' or the first difference (exit 1).
@@ -61,18 +63,20 @@ def window_starts(n, length, hop, last):
 def cut(items, length, hop, last, describe=False):
     out, seg, cur = [], 0, None
     for it in mk.expand_windows(items):
-        if it["type"] == mk.T_SKIPPED:
-            out.append(dict(it))
-            continue
         if it["clip"] != cur:
             cur, seg = it["clip"], 0
+        if it["type"] == mk.T_SKIPPED:
+            out.append(dict(it, segment=seg))
+            seg += 1
+            continue
         frame = len(it["data"]) // it["dim0"] if it["dim0"] else 0
         starts = window_starts(it["dim0"], length, hop, last)
         if not starts:
             reason = "shorter than one window (%d samples < %d)" % (
                 it["dim0"], length)
-            out.append(dict(it, type=mk.T_SKIPPED, dtype=0, dim0=0, dim1=0,
-                            data=reason.encode()))
+            out.append(dict(it, type=mk.T_SKIPPED, segment=seg, dtype=0,
+                            dim0=0, dim1=0, data=reason.encode()))
+            seg += 1
             continue
         if describe:
             end = starts[-1] + length

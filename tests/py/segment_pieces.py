@@ -152,20 +152,18 @@ def reference_input(items):
 def cut(items, length, hop, last):
     """segment_check.cut(), one window a record, with the rule of an item
     cut short: its skipped record takes the clip's next segment index
-    (after the item's windows; the first's when it gave none)."""
+    (after the item's windows; the first's when it gave none), as every
+    skipped record does."""
     out, seg, cur = [], 0, None
     for it in mk.expand_windows(items):
         plain = {k: v for k, v in it.items()
                  if k not in ("cut_short", "ends_cut")}
-        if it.get("ends_cut"):
+        if it["clip"] != cur:
+            cur, seg = it["clip"], 0
+        if it["type"] == rs.T_SKIPPED:
             out.append(dict(plain, segment=seg))
             seg += 1
             continue
-        if it["type"] == rs.T_SKIPPED:
-            out.append(plain)
-            continue
-        if it["clip"] != cur:
-            cur, seg = it["clip"], 0
         got = sc.cut([plain], length, hop, last)
         if got[0]["type"] == rs.T_SKIPPED:
             if not it.get("cut_short"):

@@ -21,8 +21,10 @@ enum device { DEV_AUTO, DEV_CPU, DEV_CUDA };
 struct options {
 	mel_params p;          /* the values given; see given[] */
 	int given[MEL_F_COUNT];
-	/* fbank's frames in milliseconds (win_length and hop_length, given
-	 * in samples, win) and --high-freq (0: Nyquist, < 0: below it) */
+	/* fbank's frames in milliseconds, 0 where not given (25 and 10,
+	 * unless given in samples as win_length and hop_length; given both
+	 * ways they must agree at the stream's rate), and --high-freq (0:
+	 * Nyquist, < 0: below it) */
 	double frame_ms, shift_ms, high_freq;
 	int given_high_freq;
 	/* the first option given that only fbank (Kaldi) has, and the first
