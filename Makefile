@@ -80,6 +80,32 @@ LIB_A := $(BUILD)/libmelpipe.a
 COMMON_SRC := $(wildcard tools/common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 
+# The build id (lib/buildid.h): a hash of every source of the programs and
+# lib/, of this Makefile and the build.mk fragments, and of the compiler
+# and the flags it is given, into $(BUILDID_H) for lib/buildid.c alone.
+# Its recipe runs at every make, but rewrites the file only when the id
+# changes: an unchanged tree builds nothing again, and the same sources
+# and flags give the same id in any folder and after a clean rebuild.
+BUILDID_H := $(BUILD)/gen/buildid_id.h
+BUILDID_SRC = $(sort $(shell find lib tools -name '*.[ch]' -o -name '*.cu') \
+	Makefile $(wildcard tools/*/build.mk) tests/build.mk)
+BUILDID_FLAGS = $(CC) $(CFLAGS_ALL) / $(LDFLAGS_ALL) / $(NVCC) $(NVCCFLAGS)
+
+$(BUILDID_H): FORCE
+	@mkdir -p $(@D)
+	$(Q)id=$$({ echo '$(BUILDID_FLAGS)' && $(CC) --version | head -n 1 && \
+		sha256sum $(BUILDID_SRC); } | sha256sum | cut -c1-32) && \
+	{ echo '/* made by make: the build id (lib/buildid.h) */' && \
+	  echo "#define MELPIPE_BUILD_ID_HEX \"$$id\"" && \
+	  echo "#define MELPIPE_BUILD_ID_BYTES $$(echo $$id | \
+		sed 's/../0x&, /g; s/, $$//')"; } >$@.tmp && \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+# (private: the header's recipe, a prerequisite, hashes the flags every
+# other object is built with)
+$(BUILD)/lib/buildid.o: $(BUILDID_H)
+$(BUILD)/lib/buildid.o: private CFLAGS_ALL += -I$(BUILD)/gen
+
 # Per-program link libraries.
 LIBS_wavcat := $(LIBS_sndfile) -lm
 LIBS_segment := -lm

@@ -13,11 +13,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
+#include "buildid.h"
 #include "rec_int.h"
 #include "xio.h"
 
@@ -29,7 +31,13 @@
 enum { WB_FREE, WB_QUEUED, WB_INPIPE };
 
 /* The programs whose reading makes vmsplice safe: every stage reads its
- * input with read(2) through this library. */
+ * input with read(2) through this library. A reader must run one of them,
+ * and carry this build's id (buildid.h): the id says the program was
+ * built from these very sources, wherever it lies (it replaces the rule
+ * of the same folder, which let a program rebuilt since, or of another
+ * build copied there, pass, and refused this build copied elsewhere); the
+ * names keep out the other binaries of the build, test helpers and
+ * benches, which carry the id too but may read their pipe otherwise. */
 static const char *const suite_progs[] = {
 	"wavcat", "segment", "gpumel", "h5pack", "recdump", "recmerge", NULL
 };
@@ -51,6 +59,8 @@ struct writebehind {
 	int mapped;             /* mem[] from mmap: munmap them */
 	int zc_on;              /* vmsplice in use */
 	unsigned zc_checks;     /* reader checks done */
+	char zc_why[160];       /* why not vmsplice, "" if nothing refused:
+				   the last reader check, or the system */
 	uint64_t nbuf;          /* buffers written */
 	uint64_t pos;           /* bytes handed to fd */
 	uint64_t spliced;       /* of them with vmsplice */
@@ -82,12 +92,22 @@ static void wb_buf_free(int mapped, unsigned char *p, size_t cap)
 		munmap(p, cap);
 }
 
+/* Keeps why vmsplice is not used, for -v (under the lock: the caller's
+ * thread may ask while this one writes). */
+static void wb_set_why(struct writebehind *wb, const char *why)
+{
+	pthread_mutex_lock(&wb->mu);
+	snprintf(wb->zc_why, sizeof(wb->zc_why), "%s", why);
+	pthread_mutex_unlock(&wb->mu);
+}
+
 /* Whether to vmsplice buffer number nbuf: checks the pipe's readers at
  * buffers 0, 1, 2, 4, 8, ... (a reader may not have started its program
  * yet at first) until they pass or ZC_CHECKS checks failed. */
 static int wb_zero_copy(struct writebehind *wb)
 {
 	uint64_t k = wb->nbuf;
+	char why[sizeof(wb->zc_why)];
 
 	if (wb->zc_on || wb->zc == 0)
 		return wb->zc_on;
@@ -96,7 +116,10 @@ static int wb_zero_copy(struct writebehind *wb)
 	if (wb->zc_checks >= ZC_CHECKS || (k > 2 && (k & (k - 1))))
 		return 0;
 	wb->zc_checks++;
-	return wb->zc_on = xio_pipe_readers_are(wb->fd, suite_progs) == 1;
+	wb->zc_on = buildid_pipe_readers(wb->fd, suite_progs, why,
+					 sizeof(why)) == 1;
+	wb_set_why(wb, why);
+	return wb->zc_on;
 }
 
 /* vmsplices slot i; where the system refuses vmsplice itself (a
@@ -105,11 +128,15 @@ static int wb_zero_copy(struct writebehind *wb)
  * reference). */
 static int wb_splice(struct writebehind *wb, int i, int *zc)
 {
+	char why[sizeof(wb->zc_why)];
 	size_t done;
 	int e = xio_vmsplice_all(wb->fd, wb->mem[i], wb->len[i], &done);
 
 	if (e != -EINVAL && e != -ENOSYS && e != -EOPNOTSUPP)
 		return e;
+	snprintf(why, sizeof(why), "vmsplice refused by the system: %s",
+		 strerror(-e));
+	wb_set_why(wb, why);
 	wb->zc = 0;
 	wb->zc_on = 0;
 	*zc = done > 0;

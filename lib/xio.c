@@ -151,30 +151,6 @@ long xio_pipe_unread(int fd)
 	return n;
 }
 
-/* The directory and base name of a process's executable (the link
- * /proc/PID/exe, or /proc/self/exe for pid 0); -1 when unknown. */
-static int exe_of(long pid, char *dir, size_t len, const char **base)
-{
-	char link[64];
-	ssize_t n;
-	char *slash;
-
-	if (pid)
-		snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
-	else
-		snprintf(link, sizeof(link), "/proc/self/exe");
-	n = readlink(link, dir, len - 1);
-	if (n <= 0)
-		return -1;
-	dir[n] = '\0';
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		return -1;
-	*slash = '\0';
-	*base = slash + 1;
-	return 0;
-}
-
 /* 1 when fd number fdname of process pid is a read end of the pipe ino,
  * 0 when it is something else, -1 when it cannot be told (the process is
  * not ours to look into, or went away). */
@@ -203,62 +179,66 @@ static int reads_pipe(long pid, const char *fdname, const char *target)
 	return (flags & O_ACCMODE) != O_WRONLY;
 }
 
-int xio_pipe_readers_are(int fd, const char *const names[])
+/* 1 when process pid holds a read end of the pipe target (its
+ * "pipe:[INO]"); 0 when not, or when it cannot be told (gone, or not
+ * ours to look into). */
+static int holds_read_end(long pid, const char *target)
 {
-	char target[64], mydir[PATH_MAX], dir[PATH_MAX];
-	const char *base;
+	char fddir[64];
+	struct dirent *fe;
+	int found = 0;
+	DIR *fds;
+
+	snprintf(fddir, sizeof(fddir), "/proc/%ld/fd", pid);
+	fds = opendir(fddir);
+	if (fds == NULL)
+		return 0;
+	while (!found && (fe = readdir(fds)) != NULL) {
+		int r;
+
+		if (fe->d_name[0] == '.')
+			continue;
+		r = reads_pipe(pid, fe->d_name, target);
+		if (r < 0 && errno == ENOENT)
+			continue; /* closed meanwhile */
+		if (r < 0)
+			break;
+		found = r;
+	}
+	closedir(fds);
+	return found;
+}
+
+int xio_pipe_readers(int fd, int (*each)(long pid, void *arg), void *arg)
+{
+	char target[64];
 	struct dirent *pe;
 	struct stat st;
-	int readers = 0, ok = 1;
+	int visited = 0;
 	DIR *proc;
 
-	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
-	    exe_of(0, mydir, sizeof(mydir), &base) < 0)
-		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISFIFO(st.st_mode))
+		return -EINVAL;
 	snprintf(target, sizeof(target), "pipe:[%lu]",
 		 (unsigned long)st.st_ino);
 	proc = opendir("/proc");
 	if (proc == NULL)
-		return 0;
-	while (ok && (pe = readdir(proc)) != NULL) {
-		char fddir[64];
-		struct dirent *fe;
+		return -errno;
+	while ((pe = readdir(proc)) != NULL) {
 		long pid;
-		DIR *fds;
 		char *end;
 
 		pid = strtol(pe->d_name, &end, 10);
 		if (*end != '\0' || pid <= 0)
 			continue;
-		snprintf(fddir, sizeof(fddir), "/proc/%ld/fd", pid);
-		fds = opendir(fddir);
-		if (fds == NULL)
-			continue; /* gone, or not ours to see */
-		while (ok && (fe = readdir(fds)) != NULL) {
-			int r;
-
-			if (fe->d_name[0] == '.')
-				continue;
-			/* A process we may not look into cannot hold our
-			 * pipe unless we passed it on, which we do not. */
-			r = reads_pipe(pid, fe->d_name, target);
-			if (r < 0 && errno == ENOENT)
-				continue; /* closed meanwhile */
-			if (r < 0)
-				break;
-			if (r == 0)
-				continue;
-			ok = 0;
-			if (exe_of(pid, dir, sizeof(dir), &base) < 0 ||
-			    strcmp(dir, mydir) != 0)
-				break;
-			for (size_t i = 0; names[i]; i++)
-				if (strcmp(base, names[i]) == 0)
-					ok = 1;
-			readers += ok;
-		}
-		closedir(fds);
+		if (!holds_read_end(pid, target))
+			continue;
+		visited++;
+		if (each(pid, arg))
+			break;
 	}
 	closedir(proc);
-	return ok && readers > 0;
+	return visited;
 }

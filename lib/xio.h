@@ -44,12 +44,16 @@ int xio_vmsplice_all(int fd, const void *buf, size_t len, size_t *done);
  * -errno. */
 long xio_pipe_unread(int fd);
 
-/* 1 when fd is a pipe and every process that holds its read end, and at
- * least one, runs a program from the same directory as ours whose name is
- * one of names (a NULL-terminated list); 0 otherwise, or when it cannot
- * be told (/proc unreadable, a process not ours to look at). A reader that
- * copies the bytes out with read(2) is what makes vmsplice safe; one that
- * splices them on (pv, tee) would keep our pages. */
-int xio_pipe_readers_are(int fd, const char *const names[]);
+/* Calls each(pid, arg) once for every process that holds a read end of
+ * the pipe fd (found through /proc/PID/fd and /proc/PID/fdinfo), until
+ * each returns nonzero. Processes this one may not look into are passed
+ * over: they cannot hold our pipe unless we passed it on, which the suite
+ * does not do. Returns the number of processes each was called for (the
+ * one that stopped it included), -EINVAL when fd is not a pipe, or the
+ * -errno of reading /proc. What a reader does with the bytes is for
+ * each to judge: one that copies them out with read(2) is what makes
+ * vmsplice safe; one that splices them on (pv, tee) would keep our
+ * pages. */
+int xio_pipe_readers(int fd, int (*each)(long pid, void *arg), void *arg);
 
 #endif

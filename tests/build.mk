@@ -8,7 +8,7 @@
 HELPER_DIR := $(BUILD)/tests/helper
 HELPER_NAMES := test-crc32c test-half test-opt test-rec-header test-rec-item \
 	test-rec-read test-rec-write test-writebehind test-shmring rec-copy \
-	rec-gen fuzz-rec
+	rec-gen fuzz-rec buildid-check
 HELPER_BIN := $(HELPER_NAMES:%=$(HELPER_DIR)/%)
 HELPER_TAP := $(HELPER_DIR)/tap.o
 
@@ -105,15 +105,16 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGET ?= rec decode
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -DMELPIPE_LIBFUZZER -pthread \
-	-fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+	-fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) -I$(BUILD)/gen
 # (lib/half.c left out: clang 14 knows no "f16c" for __builtin_cpu_supports)
 FUZZ_LIB_SRC := $(filter-out lib/half.c,$(LIB_SRC))
-build/fuzz/fuzz-rec: tests/helper/fuzz-rec.c $(FUZZ_LIB_SRC)
+# (lib/buildid.c includes the build id's header: made first)
+build/fuzz/fuzz-rec: tests/helper/fuzz-rec.c $(FUZZ_LIB_SRC) | $(BUILDID_H)
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^ $(LIBS_zstd) -lm
 
 build/fuzz/fuzz-decode: tests/helper/fuzz-decode.c $(FUZZ_DECODE_WAVCAT) \
-		$(COMMON_SRC) $(FUZZ_LIB_SRC)
+		$(COMMON_SRC) $(FUZZ_LIB_SRC) | $(BUILDID_H)
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^ $(LIBS_wavcat) $(LIBS_zstd) -lm
 

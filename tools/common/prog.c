@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../lib/buildid.h"
 #include "../../lib/opt.h"
 #include "../../lib/rec.h"
 #include "outfile.h"
@@ -95,9 +96,15 @@ void prog_usage_hint(void)
 	exit(EXIT_USAGE);
 }
 
+/* With -v before it, a second line: the build id, which two programs
+ * share when built from the same sources with the same flags (the zero
+ * copy path is taken only between such programs: lib/buildid.h). Without,
+ * the one line that help2man and scripts read. */
 void prog_version(void)
 {
 	printf("%s (melpipe) %s\n", prog_name, MELPIPE_VERSION);
+	if (prog_verbosity > 0)
+		printf("build id %s\n", buildid_hex());
 }
 
 void prog_refuse_tty(int fd)
