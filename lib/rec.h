@@ -314,7 +314,8 @@ typedef struct rec_writer_opts {
 				hand full buffers to the pipe with
 				vmsplice(2) instead of copying them, once
 				every reader of the pipe is one of this
-				suite's programs (which copy what they
+				suite's programs of this build (lib/
+				buildid.h; they copy what they
 				read; a reader that splices the pages on,
 				as pv or tee may, must not get them);
 				checked in /proc, write(2) until it passes.
@@ -361,6 +362,10 @@ int rec_writer_flush(rec_writer *w);
 int rec_writer_finish(rec_writer *w);
 /* Bytes handed to the output with vmsplice(2) so far (zero_copy). */
 uint64_t rec_writer_spliced(const rec_writer *w);
+/* Why zero_copy did not vmsplice, in a few words, into buf[n] (n > 0):
+ * the reader that is not a stage of this build, or the system's refusal
+ * (wb_zc_why()); "" when nothing was refused. */
+void rec_writer_zero_copy_why(const rec_writer *w, char *buf, size_t n);
 /* Counters so far. */
 uint64_t rec_writer_count(const rec_writer *w);
 uint64_t rec_writer_bytes(const rec_writer *w);

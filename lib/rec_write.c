@@ -626,6 +626,13 @@ uint64_t rec_writer_spliced(const rec_writer *w)
 	return n;
 }
 
+void rec_writer_zero_copy_why(const rec_writer *w, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (w && w->wb)
+		wb_zc_why(w->wb, buf, n);
+}
+
 uint64_t rec_writer_count(const rec_writer *w)
 {
 	return w ? w->ndata : 0;

@@ -339,6 +339,15 @@ int wb_status(struct writebehind *wb, uint64_t *spliced)
 	return err;
 }
 
+void wb_zc_why(struct writebehind *wb, char *buf, size_t n)
+{
+	if (n == 0)
+		return;
+	pthread_mutex_lock(&wb->mu);
+	snprintf(buf, n, "%s", wb->zc_why);
+	pthread_mutex_unlock(&wb->mu);
+}
+
 void wb_wrote(struct writebehind *wb, size_t len)
 {
 	pthread_mutex_lock(&wb->mu);

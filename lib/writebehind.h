@@ -31,9 +31,9 @@ struct writebehind;
 /* Starts a ring of buffers of cap bytes each (rounded up to whole pages
  * with zc) and the thread that writes them to fd (not closed here). zc:
  * 0 = write(2); 1 = vmsplice(2) once every process reading the pipe fd
- * runs one of this suite's programs (checked in /proc, write(2) until it
- * passes); 2 = vmsplice(2) whatever reads (the caller vouches for the
- * reader). Returns 0 and sets *out, or -errno. */
+ * runs one of this suite's programs of this build (buildid.h: checked in
+ * /proc, write(2) until it passes); 2 = vmsplice(2) whatever reads (the
+ * caller vouches for the reader). Returns 0 and sets *out, or -errno. */
 int wb_new(struct writebehind **out, int fd, size_t cap, int zc);
 
 /* The buffer to fill next, *cap bytes long; the caller's until it is
@@ -60,6 +60,13 @@ int wb_drain(struct writebehind *wb);
 /* The first write error so far (-errno), or 0, without waiting; with
  * spliced, also the bytes handed to fd with vmsplice(2) so far. */
 int wb_status(struct writebehind *wb, uint64_t *spliced);
+
+/* Why buffers are not handed over with vmsplice(2), in a few words for
+ * a -v line, into buf[n]: what the last check of the pipe's readers
+ * found ("reader pid 123 (cat) is not a melpipe program"), or that the
+ * system refused vmsplice; "" when nothing was refused (zc 0 or 2, or
+ * the check passed). */
+void wb_zc_why(struct writebehind *wb, char *buf, size_t n);
 
 /* Counts len bytes that the caller wrote to fd itself after wb_drain():
  * they are in the pipe after the ring's buffers, and without them what

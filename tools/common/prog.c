@@ -461,15 +461,22 @@ int prog_zero_copy(void)
 	return !(e && strcmp(e, "0") == 0);
 }
 
-void prog_report_spliced(uint64_t bytes, uint64_t spliced)
+void prog_report_spliced(const rec_writer *w)
 {
+	uint64_t spliced = rec_writer_spliced(w);
+	char why[256];
+
 	if (prog_verbosity <= 0)
 		return;
+	rec_writer_zero_copy_why(w, why, sizeof(why));
 	if (spliced)
 		prog_info("output: %.1f of %.1f MB handed to the pipe without "
 			  "a copy (vmsplice)", (double)spliced / 1e6,
-			  (double)bytes / 1e6);
+			  (double)rec_writer_bytes(w) / 1e6);
+	else if (why[0] || !prog_zero_copy())
+		prog_info("output: copied (write), not vmsplice: %s",
+			  why[0] ? why : "MELPIPE_ZERO_COPY=0");
 	else
 		prog_info("output: copied (write); vmsplice only into a pipe "
-			  "read by melpipe programs");
+			  "read by melpipe programs of this build");
 }

@@ -41,7 +41,8 @@ noreturn void prog_usage_error(const char *fmt, ...)
  * reported: getopt_long's own message on an unknown option or a missing
  * argument ('?'). */
 noreturn void prog_usage_hint(void);
-/* Prints "prog (melpipe) VERSION" to stdout. */
+/* Prints "prog (melpipe) VERSION" to stdout; with -v (given before it)
+ * a second line, "build id HEX" (lib/buildid.h). */
 void prog_version(void);
 
 /* Refuses (usage error) to write binary records to a terminal on fd. */
@@ -133,8 +134,8 @@ size_t prog_cpus(void);
  * MELPIPE_ZERO_COPY is 0 (to compare, or to rule it out). */
 int prog_zero_copy(void);
 
-/* With -v: one line saying how much of the output (bytes in all, spliced
- * of them with vmsplice) went to the pipe without a copy. */
-void prog_report_spliced(uint64_t bytes, uint64_t spliced);
+/* With -v: one line saying how much of w's output went to the pipe
+ * without a copy (vmsplice), or that it was copied and why. */
+void prog_report_spliced(const struct rec_writer *w);
 
 #endif

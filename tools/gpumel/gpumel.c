@@ -109,8 +109,7 @@ static void report(const struct loop *lp, double t_total)
 			  st->t_reader, st->t_reader_in,
 			  st->t_out_blocked, st->t_alloc, st->t_write,
 			  rec_writer_wait(lp->wr));
-		prog_report_spliced(rec_writer_bytes(lp->wr),
-				    rec_writer_spliced(lp->wr));
+		prog_report_spliced(lp->wr);
 	}
 	prog_warn("done %" PRIu64 ", skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,

@@ -186,8 +186,7 @@ static void report(const struct job *job, const rec_writer *w,
 		prog_info("wrote %" PRIu64 " records (%s) in %.2f s; waiting "
 			  "on output %.2f s", rec_writer_count(w), out_b,
 			  t_total, rec_writer_wait(w));
-		prog_report_spliced(rec_writer_bytes(w),
-				    rec_writer_spliced(w));
+		prog_report_spliced(w);
 	}
 	prog_warn("done: %" PRIu64 " %s from %" PRIu32 " %s in %" PRIu64
 		  " %s, skipped %" PRIu64, job->clips,

@@ -498,8 +498,7 @@ static void report(const rec_reader *r, const rec_writer *w,
 			  "%.2f s, waiting on output %.2f s",
 			  rec_reader_count(r), in_b, rec_writer_count(w),
 			  out_b, t_in, work > 0 ? work : 0, t_out);
-		prog_report_spliced(rec_writer_bytes(w),
-				    rec_writer_spliced(w));
+		prog_report_spliced(w);
 	}
 	prog_warn("done: %" PRIu64 " %s into %" PRIu64 " %s (%" PRIu64
 		  " padded), skipped %" PRIu64 " (%" PRIu64

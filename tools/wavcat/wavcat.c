@@ -564,7 +564,7 @@ static void report(const struct run *r)
 		  threads(r), r->t_read,
 		  r->t_resample, r->t_emit, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
-	prog_report_spliced(rec_writer_bytes(r->w), rec_writer_spliced(r->w));
+	prog_report_spliced(r->w);
 	if (r->cfg.dtype == REC_S16)
 		prog_info("%llu samples clipped to 16 bits",
 			  (unsigned long long)r->clipped);
