@@ -230,7 +230,7 @@ test_expect_success '-n stops after N records and says so' '
 	rec-gen -n 10 >g.rec &&
 	recdump -n 3 g.rec >out &&
 	test $(grep -c "^[0-9]* audio" out) = 3 &&
-	test_grep "^stopped after 3 records (--limit)$" out &&
+	test_grep "^stopped after 3 data records (--limit)$" out &&
 	! grep "^trailer" out
 '
 
@@ -313,8 +313,8 @@ test_expect_success '-n counts data records; source records come along' '
 		awk -v n=$n "{ print }
 			/^[0-9]+ (audio|features|windows|skipped) / && ++d == n { exit }" \
 			all >expect &&
-		echo "stopped after $(tail -n 1 expect | cut -d" " -f1) records (--limit)" \
-			>>expect &&
+		if test $n = 1; then r=record; else r=records; fi &&
+		echo "stopped after $n data $r (--limit)" >>expect &&
 		test_cmp expect out &&
 		recdump -q -n $n "$S" >out &&
 		test ! -s out || return 1

@@ -104,7 +104,7 @@ test_expect_success 'a shard given twice' '
 test_expect_success 'a missing shard' '
 	refused "shard 1/3 is missing: 2 streams given for 3 shards" \
 		t0.rec t2.rec &&
-	refused "shard 0/2 is missing: 1 streams given for 2 shards" s1.rec
+	refused "shard 0/2 is missing: 1 stream given for 2 shards" s1.rec
 '
 
 test_expect_success 'a whole stream, not a shard' '

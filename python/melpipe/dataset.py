@@ -182,7 +182,12 @@ class MelDataset:
     def _row_index(self, i):
         """i as a row number from 0, or IndexError."""
         if not -self._n <= i < self._n:
-            raise IndexError("row %d of %d" % (i, self._n))
+            raise IndexError("row %d is not in the %s split of %r, which "
+                             "has rows 0 to %d (or -%d to -1)"
+                             % (i, self.split, self.path, self._n - 1,
+                                self._n) if self._n else
+                             "row %d: the %s split of %r has no rows"
+                             % (i, self.split, self.path))
         return i % self._n
 
     def features(self, i, limit=None):

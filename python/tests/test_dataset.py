@@ -68,8 +68,14 @@ def test_batches_as_items(datasets):
             for (a, _), (b, _) in zip(got, want):
                 assert a.dtype == b.dtype and np.array_equal(
                     a, b, equal_nan=True), (name, comp, idx)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError) as e:
         ds.__getitems__([0, n])
+    # the message names the row, the split, the file and the rows it has
+    assert str(e.value) == (
+        "row %d is not in the %s split of %r, which has rows 0 to %d "
+        "(or -%d to -1)" % (n, ds.split, ds.path, n - 1, n))
+    with pytest.raises(IndexError, match="row -%d is not in" % (n + 1)):
+        ds.meta(-n - 1)
 
 
 def test_layouts_kinds_and_shapes(datasets):

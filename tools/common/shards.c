@@ -223,8 +223,9 @@ int shard_set_check(struct shard_member *s, size_t n,
 	for (uint32_t k = 0; n < *shards; k++)
 		if (!holding(s, n, k)) {
 			prog_err("shard %" PRIu32 "/%" PRIu32 " is missing: "
-				 "%zu %ss given for %" PRIu32 " shards",
-				 k, *shards, n, w->unit, *shards);
+				 "%zu %s%s given for %" PRIu32 " shards",
+				 k, *shards, n, w->unit, n == 1 ? "" : "s",
+				 *shards);
 			return -1;
 		}
 	return 0;

@@ -566,8 +566,8 @@ static int dump(int fd, const char *name, const struct opts *o)
 		status = EXIT_OK;
 	} else if (err == REC_OK) {
 		if (o->mode != MODE_QUIET)
-			printf("stopped after %" PRIu64 " records (--limit)\n",
-			       rec_reader_count(r));
+			printf("stopped after %" PRIu64 " data record%s "
+			       "(--limit)\n", n_data, n_data == 1 ? "" : "s");
 		status = EXIT_OK;
 	} else {
 		prog_err("%s", rec_reader_detail(r));
