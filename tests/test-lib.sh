@@ -218,6 +218,27 @@ test_must_fail() {
 # test_cmp expected actual
 test_cmp() { diff -u "$1" "$2"; }
 
+# test_tap NAME [ARG...]: runs the C helper NAME (a unit test printing TAP)
+# with ARGs, its TAP in out.NAME followed by the ARGs; passes when it
+# exits 0, printed a plan and no "not ok" line. Shows what failed
+# otherwise.
+test_tap() {
+	log=$(printf 'out.%s' "$*" | tr ' ' '_')
+	if ! command -v "$1" >/dev/null; then
+		echo "$1 not found: run 'make test-helpers'"
+		return 1
+	fi
+	rc=0
+	"$@" >"$log" 2>&1 || rc=$?
+	if [ $rc = 0 ] && grep -q '^1\.\.[1-9]' "$log" &&
+	   ! grep -q '^not ok' "$log"; then
+		return 0
+	fi
+	echo "$* exited $rc"
+	grep -v '^ok ' "$log"
+	return 1
+}
+
 # test_grep PATTERN FILE: like grep, but shows the file when it fails.
 test_grep() {
 	if ! grep -e "$1" "$2"; then
