@@ -304,54 +304,52 @@ int check_info(const SF_INFO *info, struct decoded *out)
 
 /* libsndfile's names of its major formats and subtypes, as sndfile.h
  * spells them without SF_FORMAT_. */
-static const char *major_name(int major)
+struct sf_name {
+	int v;
+	const char *name;
+};
+
+static const struct sf_name major_names[] = {
+	{ SF_FORMAT_WAV, "WAV" }, { SF_FORMAT_AIFF, "AIFF" },
+	{ SF_FORMAT_AU, "AU" }, { SF_FORMAT_RAW, "RAW" },
+	{ SF_FORMAT_PAF, "PAF" }, { SF_FORMAT_SVX, "SVX" },
+	{ SF_FORMAT_NIST, "NIST" }, { SF_FORMAT_VOC, "VOC" },
+	{ SF_FORMAT_IRCAM, "IRCAM" }, { SF_FORMAT_W64, "W64" },
+	{ SF_FORMAT_MAT4, "MAT4" }, { SF_FORMAT_MAT5, "MAT5" },
+	{ SF_FORMAT_PVF, "PVF" }, { SF_FORMAT_XI, "XI" },
+	{ SF_FORMAT_HTK, "HTK" }, { SF_FORMAT_SDS, "SDS" },
+	{ SF_FORMAT_AVR, "AVR" }, { SF_FORMAT_WAVEX, "WAVEX" },
+	{ SF_FORMAT_SD2, "SD2" }, { SF_FORMAT_FLAC, "FLAC" },
+	{ SF_FORMAT_CAF, "CAF" }, { SF_FORMAT_WVE, "WVE" },
+	{ SF_FORMAT_OGG, "OGG" }, { SF_FORMAT_MPC2K, "MPC2K" },
+	{ SF_FORMAT_RF64, "RF64" }, { SF_FORMAT_MPEG, "MPEG" },
+};
+
+static const struct sf_name subtype_names[] = {
+	{ SF_FORMAT_PCM_S8, "PCM_S8" }, { SF_FORMAT_PCM_16, "PCM_16" },
+	{ SF_FORMAT_PCM_24, "PCM_24" }, { SF_FORMAT_PCM_32, "PCM_32" },
+	{ SF_FORMAT_PCM_U8, "PCM_U8" }, { SF_FORMAT_FLOAT, "FLOAT" },
+	{ SF_FORMAT_DOUBLE, "DOUBLE" }, { SF_FORMAT_ULAW, "ULAW" },
+	{ SF_FORMAT_ALAW, "ALAW" },
+	{ SF_FORMAT_IMA_ADPCM, "IMA_ADPCM" },
+	{ SF_FORMAT_MS_ADPCM, "MS_ADPCM" },
+	{ SF_FORMAT_GSM610, "GSM610" },
+	{ SF_FORMAT_VOX_ADPCM, "VOX_ADPCM" },
+	{ SF_FORMAT_VORBIS, "VORBIS" }, { SF_FORMAT_OPUS, "OPUS" },
+	{ SF_FORMAT_ALAC_16, "ALAC_16" },
+	{ SF_FORMAT_ALAC_20, "ALAC_20" },
+	{ SF_FORMAT_ALAC_24, "ALAC_24" },
+	{ SF_FORMAT_ALAC_32, "ALAC_32" },
+	{ SF_FORMAT_MPEG_LAYER_I, "MPEG_LAYER_I" },
+	{ SF_FORMAT_MPEG_LAYER_II, "MPEG_LAYER_II" },
+	{ SF_FORMAT_MPEG_LAYER_III, "MPEG_LAYER_III" },
+};
+
+/* The name of v in t[n], or NULL. */
+static const char *sf_name_of(const struct sf_name *t, size_t n, int v)
 {
-	static const struct { int v; const char *name; } t[] = {
-		{ SF_FORMAT_WAV, "WAV" }, { SF_FORMAT_AIFF, "AIFF" },
-		{ SF_FORMAT_AU, "AU" }, { SF_FORMAT_RAW, "RAW" },
-		{ SF_FORMAT_PAF, "PAF" }, { SF_FORMAT_SVX, "SVX" },
-		{ SF_FORMAT_NIST, "NIST" }, { SF_FORMAT_VOC, "VOC" },
-		{ SF_FORMAT_IRCAM, "IRCAM" }, { SF_FORMAT_W64, "W64" },
-		{ SF_FORMAT_MAT4, "MAT4" }, { SF_FORMAT_MAT5, "MAT5" },
-		{ SF_FORMAT_PVF, "PVF" }, { SF_FORMAT_XI, "XI" },
-		{ SF_FORMAT_HTK, "HTK" }, { SF_FORMAT_SDS, "SDS" },
-		{ SF_FORMAT_AVR, "AVR" }, { SF_FORMAT_WAVEX, "WAVEX" },
-		{ SF_FORMAT_SD2, "SD2" }, { SF_FORMAT_FLAC, "FLAC" },
-		{ SF_FORMAT_CAF, "CAF" }, { SF_FORMAT_WVE, "WVE" },
-		{ SF_FORMAT_OGG, "OGG" }, { SF_FORMAT_MPC2K, "MPC2K" },
-		{ SF_FORMAT_RF64, "RF64" }, { SF_FORMAT_MPEG, "MPEG" },
-	};
-
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (t[i].v == major)
-			return t[i].name;
-	return NULL;
-}
-
-static const char *subtype_name(int sub)
-{
-	static const struct { int v; const char *name; } t[] = {
-		{ SF_FORMAT_PCM_S8, "PCM_S8" }, { SF_FORMAT_PCM_16, "PCM_16" },
-		{ SF_FORMAT_PCM_24, "PCM_24" }, { SF_FORMAT_PCM_32, "PCM_32" },
-		{ SF_FORMAT_PCM_U8, "PCM_U8" }, { SF_FORMAT_FLOAT, "FLOAT" },
-		{ SF_FORMAT_DOUBLE, "DOUBLE" }, { SF_FORMAT_ULAW, "ULAW" },
-		{ SF_FORMAT_ALAW, "ALAW" },
-		{ SF_FORMAT_IMA_ADPCM, "IMA_ADPCM" },
-		{ SF_FORMAT_MS_ADPCM, "MS_ADPCM" },
-		{ SF_FORMAT_GSM610, "GSM610" },
-		{ SF_FORMAT_VOX_ADPCM, "VOX_ADPCM" },
-		{ SF_FORMAT_VORBIS, "VORBIS" }, { SF_FORMAT_OPUS, "OPUS" },
-		{ SF_FORMAT_ALAC_16, "ALAC_16" },
-		{ SF_FORMAT_ALAC_20, "ALAC_20" },
-		{ SF_FORMAT_ALAC_24, "ALAC_24" },
-		{ SF_FORMAT_ALAC_32, "ALAC_32" },
-		{ SF_FORMAT_MPEG_LAYER_I, "MPEG_LAYER_I" },
-		{ SF_FORMAT_MPEG_LAYER_II, "MPEG_LAYER_II" },
-		{ SF_FORMAT_MPEG_LAYER_III, "MPEG_LAYER_III" },
-	};
-
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (t[i].v == sub)
+	for (size_t i = 0; i < n; i++)
+		if (t[i].v == v)
 			return t[i].name;
 	return NULL;
 }
@@ -373,8 +371,11 @@ static void source_pair(struct decoded *out, const char *key,
 void describe_source(const SF_INFO *info, struct decoded *out)
 {
 	int major = info->format & SF_FORMAT_TYPEMASK;
-	const char *mname = major_name(major);
-	const char *sname = subtype_name(info->format & SF_FORMAT_SUBMASK);
+	const char *mname = sf_name_of(major_names, sizeof(major_names) /
+				       sizeof(major_names[0]), major);
+	const char *sname = sf_name_of(subtype_names, sizeof(subtype_names) /
+				       sizeof(subtype_names[0]),
+				       info->format & SF_FORMAT_SUBMASK);
 	char v[64];
 
 	out->source_len = 0;
