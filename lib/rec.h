@@ -20,11 +20,12 @@
 #include <stdint.h>
 
 /* The newest format version this library reads. A record's version byte
- * is the lowest version that defines it: 4 for source records, 3 for
- * pieces of an item (the more and cont flags), 2 for windows records, 1
- * for all others, so a stream without them stays readable by older
- * readers. */
-#define REC_FORMAT_VERSION 4u
+ * is the lowest version that defines it: 5 for ring records and shared
+ * data records (which only a pipe between two stages of one build ever
+ * carries), 4 for source records, 3 for pieces of an item (the more and
+ * cont flags), 2 for windows records, 1 for all others, so a stream
+ * without them stays readable by older readers. */
+#define REC_FORMAT_VERSION 5u
 #define REC_MAGIC "MELP"          /* the first four bytes of every record */
 #define REC_HDR_SIZE 24u          /* fixed record header */
 #define REC_ITEM_META_SIZE 48u    /* fixed part of an item's metadata */
@@ -41,9 +42,12 @@ enum rec_type {
 	REC_T_TRAILER = 5,
 	REC_T_WINDOWS = 6,  /* samples as in audio, and n_windows windows of
 			       them described (format version 2) */
-	REC_T_SOURCE = 7    /* the input file as wavcat found it, right
+	REC_T_SOURCE = 7,   /* the input file as wavcat found it, right
 			       before its clip's first data record; data =
 			       key NUL value NUL pairs (format version 4) */
+	REC_T_RING = 8      /* offers a ring of shared memory (format
+			       version 5); the reader handles it itself and
+			       never hands it out */
 };
 
 /* Windows flags. */
@@ -56,6 +60,9 @@ enum rec_type {
 			    record (audio and features; version 3) */
 #define REC_F_CONT 0x04u /* a piece that goes on with the item of the
 			    record before (audio and features; version 3) */
+#define REC_F_SHARED 0x08u /* the payload is in a ring of shared memory;
+			      the record carries a reference to it
+			      (audio, windows, features; version 5) */
 
 /* rec_item.flags: an item in pieces (formats/record.md, Items in
  * pieces). The first piece has MORE, middle ones MORE | CONT, the last
@@ -250,6 +257,12 @@ typedef struct rec_reader_opts {
 				payload, derived from the record's checked
 				CRC at the cost of hashing its header and
 				metadata (rec_reader_data_crc()) */
+	int shm;             /* 1: attach the rings of shared memory the
+				writer offers (formats/record.md, version
+				5), so that payloads come by reference and
+				are read where the writer put them. 0: the
+				writer's offers go unanswered and every
+				payload comes through the pipe. */
 } rec_reader_opts;
 
 /* Opens a reader on fd (not closed by the library) and reads the header
@@ -284,6 +297,21 @@ uint64_t rec_reader_count(const rec_reader *r);
  * pass over the payload); else 0. For rec_write_crc() in a stage that
  * writes the same payload on. */
 int rec_reader_data_crc(const rec_reader *r, uint32_t *crc);
+/* What the shared-memory path did, for a stage's -v: data records whose
+ * payload went (writer) or came (reader) by reference in a ring, their
+ * bytes; the writer's references passed on from its input's ring, its
+ * records sent inline because its ring was full, its waits for room and
+ * their seconds; why references were not used ("" when they were, or
+ * nothing was refused), a few words. */
+typedef struct rec_shm_report {
+	uint64_t records, bytes;
+	uint64_t forwarded, full, waits;
+	double t_wait;
+	char why[192];
+} rec_shm_report;
+
+void rec_reader_shm(const rec_reader *r, rec_shm_report *rep);
+
 /* Seconds the caller's thread spent waiting for input so far: in read(2)
  * without read-ahead, for the reading thread's next chunk with it. What a
  * stage's -v report calls waiting for input; cheap (timed per block, not
@@ -321,6 +349,24 @@ typedef struct rec_writer_opts {
 				checked in /proc, write(2) until it passes.
 				2 = vmsplice whatever reads (the caller
 				vouches for it: tests). 0 = write(2). */
+	int shm;             /* when fd is a pipe: 1 = once one process
+				reads it, a stage of this build (checked
+				as for zero_copy), offer it a ring of
+				shared memory, and once it has attached,
+				send payloads of audio, windows and
+				features records of 4 KiB or more in the
+				ring and references to them in the pipe
+				(formats/record.md, version 5); payloads
+				stay inline while the ring is full. 2 =
+				offer it to any one process that reads (a
+				stage under valgrind runs valgrind's
+				program; only a process that attaches gets
+				references). 0 = every payload through the
+				pipe. Not with zstd_level. */
+	uint64_t shm_bytes;  /* the ring's payload bytes; 0 = 64 MiB. What
+				the writer may have in flight beyond the
+				pipe: the memory is the ring's from the
+				start, populated and shared. */
 } rec_writer_opts;
 
 /* Opens a writer on fd (not closed by the library) and writes the header
@@ -353,6 +399,12 @@ int rec_write_crc(rec_writer *w, const rec_item *it, uint32_t data_crc);
  * item) drops the reservation and writes nothing; the stream goes on. */
 int rec_write_reserve(rec_writer *w, size_t data_len, void **payload);
 int rec_write_commit(rec_writer *w, const rec_item *it);
+/* Lets w pass references on: a payload rec_write() is given that lies
+ * inside the payload r handed out last, which came by reference, goes
+ * out as a reference into the same ring (after w offered that ring to
+ * its own reader) instead of a copy. r must outlive w's use of it. */
+void rec_writer_link(rec_writer *w, rec_reader *r);
+void rec_writer_shm(const rec_writer *w, rec_shm_report *rep);
 /* Writes buffered records to fd. */
 int rec_writer_flush(rec_writer *w);
 /* Writes the trailer and flushes. Call once, at the end of a good run;

@@ -106,6 +106,28 @@ static inline void rhdr_get(const unsigned char *p, struct rhdr *h)
 	h->crc = get32(p + 20);
 }
 
+/* The version byte of a record: the lowest format version that defines
+ * it (formats/record.md). */
+static inline unsigned rec_version(unsigned type, unsigned flags)
+{
+	return type == REC_T_RING || (flags & REC_F_SHARED) ? 5
+	       : type == REC_T_SOURCE ? 4
+	       : flags & (REC_F_MORE | REC_F_CONT) ? 3
+	       : type == REC_T_WINDOWS ? 2 : 1;
+}
+
+/* Whether a record of this type may carry its payload in a ring. */
+static inline int rec_shareable(int type)
+{
+	return type == REC_T_AUDIO || type == REC_T_WINDOWS ||
+	       type == REC_T_FEATURES;
+}
+
+/* The reader's table of rings, for a writer passing references on
+ * (rec_read.c; struct shm_rd is in rec_shm.h). */
+struct shm_rd;
+struct shm_rd *rec_reader_shm_rd(rec_reader *r);
+
 /* ------------------------------------------------------------------ */
 /* Names (rec_names.c) and header pairs (rec_header.c) */
 

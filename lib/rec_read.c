@@ -26,6 +26,7 @@
 #include "crc32c.h"
 #include "readahead.h"
 #include "rec_int.h"
+#include "rec_shm.h"
 #include "xio.h"
 
 #define MIN_READ (64u << 10)    /* never read(2) into less room than this */
@@ -65,6 +66,8 @@ struct rec_reader {
 
 	int state;            /* REC_OK, or sticky REC_END / error */
 	char detail[DETAIL_SIZE];
+	struct shm_rd shm;    /* rings offered (rec_shm.h) */
+	int shared;           /* the record being read came by reference */
 };
 
 /* Sets the sticky error and its sentence: "NAME: record N at byte B:
@@ -261,15 +264,20 @@ static int rd_bad_magic(rec_reader *r, size_t n)
  * features records. (A table, so that the check is one branch.) */
 static unsigned allowed_flags(const struct rhdr *h)
 {
-	static const unsigned char by_type[REC_T_SOURCE + 1] = {
-		[REC_T_AUDIO] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT,
-		[REC_T_FEATURES] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT,
+	static const unsigned char by_type[REC_T_RING + 1] = {
+		[REC_T_AUDIO] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT |
+				REC_F_SHARED,
+		[REC_T_FEATURES] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT |
+				   REC_F_SHARED,
 		[REC_T_SKIPPED] = REC_F_ZSTD,
-		[REC_T_WINDOWS] = REC_F_ZSTD,
+		[REC_T_WINDOWS] = REC_F_ZSTD | REC_F_SHARED,
 		[REC_T_SOURCE] = REC_F_ZSTD,
 	};
+	unsigned by_version = h->version >= 5 ? 0xffu
+			      : h->version >= 3 ? 0xffu & ~REC_F_SHARED
+			      : REC_F_ZSTD;
 
-	return by_type[h->type] & (h->version >= 3 ? 0xffu : REC_F_ZSTD);
+	return by_type[h->type] & by_version;
 }
 
 /* Why the flags of h are not allowed_flags(h), in the spec's order:
@@ -280,14 +288,22 @@ static int rd_bad_flags(rec_reader *r, const struct rhdr *h)
 	char why[256];
 	const char *bad;
 
-	if (h->flags & ~(REC_F_ZSTD | REC_F_MORE | REC_F_CONT))
+	if (h->flags & ~(REC_F_ZSTD | REC_F_MORE | REC_F_CONT | REC_F_SHARED))
 		return rd_fail(r, REC_E_FORMAT, "unknown flags 0x%02x",
 			       h->flags);
-	if (h->type == REC_T_HEADER || h->type == REC_T_TRAILER)
+	if (h->type == REC_T_HEADER || h->type == REC_T_TRAILER ||
+	    h->type == REC_T_RING)
 		return rd_fail(r, REC_E_FORMAT, "a %s record with flags "
-			       "0x%02x (header and trailer records have "
-			       "flags 0)", rec_type_name((int)h->type),
-			       h->flags);
+			       "0x%02x (%s records have flags 0)",
+			       rec_type_name((int)h->type), h->flags,
+			       h->type == REC_T_RING ? "ring"
+			       : "header and trailer");
+	if (h->flags & REC_F_SHARED)
+		return rd_fail(r, REC_E_FORMAT, "the shared flag %s",
+			       !rec_shareable((int)h->type)
+			       ? "on a record type whose payload is never "
+				 "shared" : "in a record marked format "
+				 "version below 5");
 	bad = rec_piece_flags_refusal((int)h->type, h->flags & ~REC_F_ZSTD,
 				      why, sizeof(why));
 	if (bad)
@@ -312,9 +328,13 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 			       REC_FORMAT_VERSION);
 	if (h->version == 0)
 		return rd_fail(r, REC_E_FORMAT, "invalid format version 0");
-	if (h->type < REC_T_HEADER || h->type > REC_T_SOURCE)
+	if (h->type < REC_T_HEADER || h->type > REC_T_RING)
 		return rd_fail(r, REC_E_FORMAT, "unknown record type %u",
 			       h->type);
+	if (h->type == REC_T_RING && h->version < 5)
+		return rd_fail(r, REC_E_FORMAT, "a ring record marked format "
+			       "version %u (ring records are version 5)",
+			       h->version);
 	if (h->type == REC_T_WINDOWS && h->version < 2)
 		return rd_fail(r, REC_E_FORMAT, "a windows record marked "
 			       "format version %u (windows records are "
@@ -340,6 +360,17 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 		return rd_fail(r, REC_E_TOOBIG, "raw payload length %" PRIu32
 			       " over the cap of %" PRIu64, h->raw_len,
 			       r->max_data);
+	if (h->flags & REC_F_SHARED) {
+		if (h->flags & REC_F_ZSTD)
+			return rd_fail(r, REC_E_FORMAT, "a shared record "
+				       "flagged zstd (shared payloads are "
+				       "raw)");
+		if (h->data_len != SHM_REF_SIZE)
+			return rd_fail(r, REC_E_FORMAT, "a shared record with "
+				       "%" PRIu32 " bytes of reference (must "
+				       "be %u)", h->data_len, SHM_REF_SIZE);
+		return REC_OK;
+	}
 	if (!(h->flags & REC_F_ZSTD) && h->raw_len != h->data_len)
 		return rd_fail(r, REC_E_FORMAT, "raw length %" PRIu32
 			       " differs from stored length %" PRIu32
@@ -386,6 +417,46 @@ static int rd_check_crc(rec_reader *r, const struct rhdr *h)
 		r->data_crc = crc ^ crc32c_combine(hm, 0, h->data_len);
 		r->have_data_crc = 1;
 	}
+	return REC_OK;
+}
+
+/* A shared record's payload: resolves its reference and checks the CRC
+ * the record would have inline (its header without the shared flag, the
+ * version that gives, data_len = raw_len) over the header, the metadata
+ * and the payload where it lies in the ring; *data then points there. */
+static int rd_shared(rec_reader *r, const struct rhdr *h,
+		     const unsigned char **data)
+{
+	const unsigned char *p = r->buf + r->pos, *payload;
+	unsigned char head[REC_HDR_SIZE];
+	struct rhdr ih = *h;
+	struct shm_ref ref;
+	uint32_t hm, pc, crc;
+	char why[256];
+
+	shm_ref_get(p + REC_HDR_SIZE + h->meta_len, &ref);
+	payload = shm_rd_resolve(&r->shm, &ref, h->raw_len, why, sizeof(why));
+	if (payload == NULL)
+		return rd_fail(r, REC_E_FORMAT, "%s", why);
+	ih.flags &= ~REC_F_SHARED;
+	ih.version = rec_version(ih.type, ih.flags);
+	ih.data_len = h->raw_len;
+	ih.crc = 0;
+	rhdr_put(head, &ih);
+	hm = crc32c(crc32c(0, head, REC_HDR_SIZE), p + REC_HDR_SIZE,
+		    h->meta_len);
+	pc = crc32c(0, payload, h->raw_len);
+	crc = crc32c_combine(hm, pc, h->raw_len);
+	if (crc != h->crc)
+		return rd_fail(r, REC_E_CRC, "checksum mismatch of a payload "
+			       "in shared memory, ring %" PRIu32 " slot %"
+			       PRIu32 " (stored 0x%08" PRIx32 ", computed "
+			       "0x%08" PRIx32 ")", ref.ring, ref.slot, h->crc,
+			       crc);
+	r->data_crc = pc;
+	r->have_data_crc = r->want_data_crc;
+	r->shared = 1;
+	*data = payload;
 	return REC_OK;
 }
 
@@ -589,6 +660,50 @@ static const unsigned char *rd_align(const rec_item *it, unsigned char *data)
 	return data - mis;
 }
 
+/* A payload in a ring stays where it is (it is not ours to move); one
+ * passed on from a place not 16-byte aligned, for a caller that needs
+ * alignment, is copied out. NULL when out of memory. */
+static const void *rd_shared_align(rec_reader *r, const rec_item *it,
+				   const unsigned char *data)
+{
+	if (r->unaligned || (uintptr_t)data % PAYLOAD_ALIGN == 0)
+		return data;
+	if (r->zcap < it->data_len || r->zbuf == NULL) {
+		unsigned char *nb = realloc(r->zbuf, it->data_len);
+
+		if (nb == NULL)
+			return NULL;
+		r->zbuf = nb;
+		r->zcap = it->data_len;
+	}
+	memcpy(r->zbuf, data, it->data_len);
+	return r->zbuf;
+}
+
+/* A ring record (version 5): checked, then the ring it offers is
+ * attached when the reader takes them; it is no data record, counted
+ * nowhere and outside the stream's checksum. */
+static int rd_ring(rec_reader *r, const unsigned char *meta,
+		   const struct rhdr *h)
+{
+	struct shm_offer o;
+	char why[256];
+
+	if (h->meta_len != SHM_RING_META || h->data_len != 0 ||
+	    h->raw_len != 0)
+		return rd_fail(r, REC_E_FORMAT, "ring record with %" PRIu32
+			       " bytes of metadata and %" PRIu32 " of "
+			       "payload (must be %u and 0)", h->meta_len,
+			       h->raw_len, SHM_RING_META);
+	if (get32(meta + 44) != 0)
+		return rd_fail(r, REC_E_FORMAT, "ring record reserved field "
+			       "is not 0");
+	shm_offer_get(meta, &o);
+	if (shm_rd_offer(&r->shm, &o, why, sizeof(why)))
+		return rd_fail(r, REC_E_FORMAT, "%s", why);
+	return REC_OK;
+}
+
 /* After the trailer: the input must end here. */
 static int rd_expect_eof(rec_reader *r)
 {
@@ -651,10 +766,12 @@ static int rd_frame(rec_reader *r, struct rhdr *h, unsigned char **meta,
 	if (st == 1)
 		return rd_fail(r, REC_E_TRUNC, "input ended inside the record "
 			       "(%zu of %zu bytes)", r->end - r->pos, total);
-	if ((st = rd_check_crc(r, h)))
-		return st;
 	*meta = r->buf + r->pos + REC_HDR_SIZE;
 	*data = *meta + h->meta_len;
+	if (h->flags & REC_F_SHARED)
+		return rd_shared(r, h, data);
+	if ((st = rd_check_crc(r, h)))
+		return st;
 	if (h->flags & REC_F_ZSTD)
 		return rd_decompress(r, h, data);
 	return REC_OK;
@@ -702,8 +819,14 @@ static int rd_accept_item(rec_reader *r, const struct rhdr *h,
 	r->key[it->key_len] = '\0';
 	it->key = r->key;
 	it->data_len = h->raw_len;
-	it->data = data == r->zbuf || r->unaligned ? data
-		   : rd_align(it, (unsigned char *)data);
+	if (r->shared)
+		it->data = rd_shared_align(r, it, data);
+	else
+		it->data = data == r->zbuf || r->unaligned ? data
+			   : rd_align(it, (unsigned char *)data);
+	if (it->data == NULL)
+		return rd_fail(r, REC_E_NOMEM, "out of memory for a payload "
+			       "of %zu bytes", it->data_len);
 	r->ndata++;
 	if (h->type == REC_T_SKIPPED)
 		r->nskipped++;
@@ -724,6 +847,9 @@ static int rd_record(rec_reader *r, rec_item *it)
 	const unsigned char *data = NULL;
 	int err;
 
+	shm_rd_release(&r->shm); /* the record handed out before */
+	r->shared = 0;
+again:
 	if ((err = rd_frame(r, &h, &meta, &data)))
 		return err;
 	/* Where a record may be is checked before what it holds. */
@@ -732,6 +858,13 @@ static int rd_record(rec_reader *r, rec_item *it)
 			       "%s, not a header", rec_type_name((int)h.type));
 	if (r->nrec > 0 && h.type == REC_T_HEADER)
 		return rd_fail(r, REC_E_ORDER, "a second header record");
+	if (h.type == REC_T_RING) {
+		if ((err = rd_ring(r, meta, &h)))
+			return err;
+		r->pos += REC_HDR_SIZE + (size_t)h.meta_len;
+		r->off += REC_HDR_SIZE + (uint64_t)h.meta_len;
+		goto again;
+	}
 	if (h.type == REC_T_TRAILER) {
 		char why[256];
 		const char *bad = rec_piece_end_check(&r->order, why,
@@ -777,6 +910,7 @@ int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
 		      : REC_DEFAULT_MAX_DATA;
 	r->unaligned = opts && opts->unaligned;
 	r->want_data_crc = opts && opts->data_crc;
+	r->shm.on = opts && opts->shm;
 	r->name_buf = strdup(name);
 	r->name = r->name_buf ? r->name_buf : "input";
 	r->ra_cur = -1;
@@ -831,6 +965,19 @@ int rec_reader_data_crc(const rec_reader *r, uint32_t *crc)
 	return 1;
 }
 
+struct shm_rd *rec_reader_shm_rd(rec_reader *r)
+{
+	return &r->shm;
+}
+
+void rec_reader_shm(const rec_reader *r, rec_shm_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->records = r->shm.records;
+	rep->bytes = r->shm.bytes;
+	snprintf(rep->why, sizeof(rep->why), "%s", r->shm.why);
+}
+
 double rec_reader_wait(const rec_reader *r)
 {
 	return r ? r->t_wait : 0.0;
@@ -845,6 +992,7 @@ void rec_reader_close(rec_reader *r)
 {
 	if (r == NULL)
 		return;
+	shm_rd_free(&r->shm);
 	ra_free(r->ra);
 	ra_crcs_free(&r->crcs);
 	free(r->name_buf);

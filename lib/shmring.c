@@ -530,6 +530,25 @@ void *shmring_at(const struct shmring *r, uint32_t slot, uint64_t off,
 	return r->data + off;
 }
 
+void *shmring_within(const struct shmring *r, uint32_t slot, uint64_t off,
+		     uint64_t len)
+{
+	const struct ring_slot *e;
+	uint64_t s_off, s_len;
+
+	if (r->slots == NULL || slot >= r->n_slots || off > r->data_bytes ||
+	    len > r->data_bytes - off)
+		return NULL;
+	e = &r->slots[slot];
+	if (atomic_load_explicit(&e->refs, memory_order_acquire) == 0)
+		return NULL;
+	s_off = atomic_load_explicit(&e->off, memory_order_relaxed);
+	s_len = atomic_load_explicit(&e->len, memory_order_relaxed);
+	if (off < s_off || off - s_off > s_len || len > s_len - (off - s_off))
+		return NULL;
+	return r->data + off;
+}
+
 int shmring_hold(struct shmring *r, uint32_t slot)
 {
 	_Atomic uint32_t *refs;

@@ -191,6 +191,12 @@ int shmring_attach_fd(struct shmring **out, int fd, pid_t writer_pid,
 void *shmring_at(const struct shmring *r, uint32_t slot, uint64_t off,
 		 uint64_t len);
 
+/* The same for a part of a payload: off and len within the slot's
+ * payload (a stage passing on part of what it read). NULL as above when
+ * the slot is free or the bytes are not all inside its payload. */
+void *shmring_within(const struct shmring *r, uint32_t slot, uint64_t off,
+		     uint64_t len);
+
 /* Adds a reference to a slot in use (a stage passing it on); releases
  * one. Each returns 0, or SHMRING_E_REF when the slot is out of range or
  * free (and its count at its maximum, for hold). */

@@ -21,6 +21,7 @@
 
 #include "buildid.h"
 #include "rec_int.h"
+#include "rec_shm.h"
 #include "xio.h"
 
 #define WB_SLOTS_MAX 6
@@ -31,16 +32,14 @@
 enum { WB_FREE, WB_QUEUED, WB_INPIPE };
 
 /* The programs whose reading makes vmsplice safe: every stage reads its
- * input with read(2) through this library. A reader must run one of them,
- * and carry this build's id (buildid.h): the id says the program was
- * built from these very sources, wherever it lies (it replaces the rule
- * of the same folder, which let a program rebuilt since, or of another
- * build copied there, pass, and refused this build copied elsewhere); the
- * names keep out the other binaries of the build, test helpers and
- * benches, which carry the id too but may read their pipe otherwise. */
-static const char *const suite_progs[] = {
-	"wavcat", "segment", "gpumel", "h5pack", "recdump", "recmerge", NULL
-};
+ * input with read(2) through this library (rec_suite_progs). A reader
+ * must run one of them, and carry this build's id (buildid.h): the id
+ * says the program was built from these very sources, wherever it lies
+ * (it replaces the rule of the same folder, which let a program rebuilt
+ * since, or of another build copied there, pass, and refused this build
+ * copied elsewhere); the names keep out the other binaries of the build,
+ * test helpers and benches, which carry the id too but may read their
+ * pipe otherwise. */
 
 struct writebehind {
 	pthread_t thread;
@@ -116,7 +115,7 @@ static int wb_zero_copy(struct writebehind *wb)
 	if (wb->zc_checks >= ZC_CHECKS || (k > 2 && (k & (k - 1))))
 		return 0;
 	wb->zc_checks++;
-	wb->zc_on = buildid_pipe_readers(wb->fd, suite_progs, why,
+	wb->zc_on = buildid_pipe_readers(wb->fd, rec_suite_progs, why,
 					 sizeof(why)) == 1;
 	wb_set_why(wb, why);
 	return wb->zc_on;

@@ -7,7 +7,8 @@
 
 HELPER_DIR := $(BUILD)/tests/helper
 HELPER_NAMES := test-crc32c test-half test-opt test-rec-header test-rec-item \
-	test-rec-read test-rec-write test-writebehind test-shmring rec-copy \
+	test-rec-read test-rec-write test-writebehind test-shmring test-rec-shm \
+	rec-copy \
 	rec-gen fuzz-rec buildid-check
 HELPER_BIN := $(HELPER_NAMES:%=$(HELPER_DIR)/%)
 HELPER_TAP := $(HELPER_DIR)/tap.o

@@ -114,15 +114,15 @@ test_expect_success 'a stream cut anywhere is truncated' '
 '
 
 test_expect_success 'a newer format version is refused naming both versions' '
-	$FORGE set 0 version 5 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "format version 5 is newer than this reader.s version 4$" &&
+	$FORGE set 0 version 6 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "format version 6 is newer than this reader.s version 5$" &&
 	$FORGE set 5 version 7 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "format version 7 is newer"
 '
 
 test_expect_success 'unknown types and flags are refused even with a good CRC' '
-	$FORGE set 3 type 8 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "unknown record type 8$" &&
+	$FORGE set 3 type 9 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "unknown record type 9$" &&
 	$FORGE set 3 type 7 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "a source record marked format version 1 (source records are version 4)$" &&
 	$FORGE set 3 type 6 --fix-crc <good.rec >bad.rec &&

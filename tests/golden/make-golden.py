@@ -477,15 +477,15 @@ def make_bad():
     bad("bad-magic.rec", patched(a, 2, 0, "4s", b"MELQ", fix_crc=False),
         "MAGIC", 2, "bad magic", "a data record's magic changed: framing "
         "lost")
-    bad("bad-version.rec", patched(a, 0, 6, "B", 5), "VERSION", 0,
-        "format version 5 is newer than this reader's version 4",
-        "the header record says format version 5")
+    bad("bad-version.rec", patched(a, 0, 6, "B", 6), "VERSION", 0,
+        "format version 6 is newer than this reader's version 5",
+        "the header record says format version 6")
     bad("bad-version-0.rec", patched(a, 1, 6, "B", 0), "FORMAT", 1,
         "invalid format version 0", "a record with version 0")
     bad("bad-type.rec", patched(a, 1, 4, "B", 9), "FORMAT", 1,
         "unknown record type 9", "record type 9")
-    bad("bad-flags.rec", patched(a, 1, 5, "B", 8), "FORMAT", 1,
-        "unknown flags 0x08", "flag bit 3 set")
+    bad("bad-flags.rec", patched(a, 1, 5, "B", 0x10), "FORMAT", 1,
+        "unknown flags 0x10", "flag bit 4 set")
     bad("bad-header-zstd.rec", patched(a, 0, 5, "B", 1), "FORMAT", 0,
         "a header record with flags 0x01 (header and trailer records have "
         "flags 0)", "the zstd flag on a header without a payload: refused "

@@ -120,11 +120,11 @@ static void test_reader_errors(void)
 	tap_is(err, REC_E_TRAILING, "one byte after the trailer is refused");
 	free(two);
 
-	s[6] = 5; /* the header record's version */
+	s[6] = 6; /* the header record's version */
 	err = read_all(s, len, detail, sizeof(detail), 0);
 	tap_is(err, REC_E_VERSION, "a newer version is refused");
-	tap_ok(strstr(detail, ": format version 5 is newer than this "
-		      "reader's version 4") != NULL,
+	tap_ok(strstr(detail, ": format version 6 is newer than this "
+		      "reader's version 5") != NULL,
 	       "naming both versions: %s", detail);
 	free(s);
 
@@ -246,8 +246,9 @@ static void test_windows_reader(void)
 	static const struct patch patches[] = {
 		{ 1, 6, 1, 1, REC_E_FORMAT, "a windows record marked format "
 		  "version 1 (windows records are version 2)", 0 },
-		{ 1, 6, 1, 5, REC_E_VERSION, "format version 5 is newer than "
-		  "this reader's version 4", 0 },
+		{ 1, 6, 1, 6, REC_E_VERSION, "format version 6 is newer than "
+		  "this reader's version 5", 0 },
+		{ 1, 6, 1, 5, REC_END, NULL, 0 },  /* windows of version 5 */
 		{ 1, 6, 1, 4, REC_END, NULL, 0 },  /* windows of version 4 */
 		{ 1, 6, 1, 3, REC_END, NULL, 0 },  /* windows of version 3 */
 		{ 0, 6, 1, 2, REC_END, NULL, 0 },  /* header of version 2 */
