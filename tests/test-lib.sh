@@ -239,6 +239,12 @@ test_tap() {
 	return 1
 }
 
+# test_same_datasets A B: the HDF5 files A and B hold the same datasets
+# and attributes but for h5pack's provenance lines (py/same_datasets.py).
+test_same_datasets() {
+	"$PYTHON" "$TEST_DIRECTORY/py/same_datasets.py" "$1" "$2"
+}
+
 # test_grep PATTERN FILE: like grep, but shows the file when it fails.
 test_grep() {
 	if ! grep -e "$1" "$2"; then

@@ -13,6 +13,7 @@
 #define MELPIPE_VERSION "0.1.0"
 
 struct rec_writer; /* lib/rec.h */
+struct rec_reader;
 
 /* One convention for the whole suite. */
 #define EXIT_OK 0    /* done; per-item problems were warned about */
@@ -137,5 +138,21 @@ int prog_zero_copy(void);
 /* With -v: one line saying how much of w's output went to the pipe
  * without a copy (vmsplice), or that it was copied and why. */
 void prog_report_spliced(const struct rec_writer *w);
+
+/* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for: 1
+ * (payloads by reference in shared memory between stages of this build,
+ * formats/record.md version 5), 0 when the environment variable
+ * MELPIPE_SHM is 0, 2 when it is 2 (offered to any one process reading,
+ * for stages run under valgrind). */
+int prog_shm(void);
+
+/* The rec_writer_opts.shm_bytes a stage asks for: 0 (the default ring)
+ * or MELPIPE_SHM_RING_MB MiB; exits with a usage error for a bad value. */
+uint64_t prog_shm_bytes(void);
+
+/* With -v: what went (prog_report_shm_out) or came (_in) in shared
+ * memory, or why nothing did. */
+void prog_report_shm_out(const struct rec_writer *w);
+void prog_report_shm_in(const struct rec_reader *r);
 
 #endif

@@ -110,6 +110,8 @@ static void report(const struct loop *lp, double t_total)
 			  st->t_out_blocked, st->t_alloc, st->t_write,
 			  rec_writer_wait(lp->wr));
 		prog_report_spliced(lp->wr);
+		prog_report_shm_in(lp->rd);
+		prog_report_shm_out(lp->wr);
 	}
 	prog_warn("done %" PRIu64 ", skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,
@@ -133,7 +135,8 @@ static int open_streams(struct run *r, const struct options *o,
 			mel_params *p)
 {
 	rec_reader_opts ro = { .name = o->input ? o->input : "stdin",
-			       .read_ahead = 1, .unaligned = 1 };
+			       .read_ahead = 1, .unaligned = 1,
+			       .shm = prog_shm() };
 	double sr;
 	int err;
 
@@ -227,7 +230,9 @@ static int open_writer(struct run *r, const struct options *o,
 	rec_writer_opts wo = { .buffer_size = WRITE_BUFFER,
 			       .name = prog_output_name(o->output),
 			       .write_behind = 1,
-			       .zero_copy = prog_zero_copy() };
+			       .zero_copy = prog_zero_copy(),
+			       .shm = prog_shm(),
+			       .shm_bytes = prog_shm_bytes() };
 	int err;
 
 	r->oh = output_header(rec_reader_header(r->rd), p, argc, argv);

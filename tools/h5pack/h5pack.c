@@ -587,6 +587,7 @@ static void report(const rec_reader *r, const h5out *h, double total,
 		  "%.2f s%s", rec_reader_count(r), rec_reader_offset(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
 		  t_in, work > 0 ? work : 0, t_h5, threads);
+	prog_report_shm_in(r);
 }
 
 /* The folder of the zstd filter plugin beside this program into dir
@@ -709,7 +710,8 @@ out:
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
-	rec_reader_opts ro = { .name = in_name, .read_ahead = 1 };
+	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
+			       .shm = prog_shm() };
 	struct h5out_opts ho = { 0 };
 	struct run_stats st = { 0 };
 	struct progress p = { 0 };

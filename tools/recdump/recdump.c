@@ -528,7 +528,7 @@ static void check_stdout(void)
 static int dump(int fd, const char *name, const struct opts *o)
 {
 	rec_reader_opts ro = { .max_data = o->max_data, .name = name,
-			       .read_ahead = 1 };
+			       .read_ahead = 1, .shm = prog_shm() };
 	rec_reader *r = NULL;
 	struct totals t = { 0 };
 	const rec_header *h;

@@ -130,7 +130,7 @@ static int open_shards(const struct options *o, struct shard *s)
 	}
 	for (size_t i = 0; i < o->n_inputs; i++) {
 		rec_reader_opts ro = { .name = s[i].name, .read_ahead = 1,
-				       .data_crc = 1 };
+				       .data_crc = 1, .shm = prog_shm() };
 
 		int err = rec_reader_open(&s[i].r, s[i].fd, &ro);
 
@@ -187,6 +187,7 @@ static void report(const struct job *job, const rec_writer *w,
 			  "on output %.2f s", rec_writer_count(w), out_b,
 			  t_total, rec_writer_wait(w));
 		prog_report_spliced(w);
+		prog_report_shm_out(w);
 	}
 	prog_warn("done: %" PRIu64 " %s from %" PRIu32 " %s in %" PRIu64
 		  " %s, skipped %" PRIu64, job->clips,
@@ -203,7 +204,9 @@ static int run(const struct options *o, int argc, char **argv)
 	rec_writer_opts wo = { .zstd_level = o->zstd,
 			       .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
-			       .zero_copy = prog_zero_copy() };
+			       .zero_copy = prog_zero_copy(),
+			       .shm = prog_shm(),
+			       .shm_bytes = prog_shm_bytes() };
 	struct shard *s = calloc(o->n_inputs, sizeof(*s));
 	struct job job = { 0 };
 	struct merge_stats st = { 0 };

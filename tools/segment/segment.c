@@ -499,6 +499,8 @@ static void report(const rec_reader *r, const rec_writer *w,
 			  rec_reader_count(r), in_b, rec_writer_count(w),
 			  out_b, t_in, work > 0 ? work : 0, t_out);
 		prog_report_spliced(w);
+		prog_report_shm_in(r);
+		prog_report_shm_out(w);
 	}
 	prog_warn("done: %" PRIu64 " %s into %" PRIu64 " %s (%" PRIu64
 		  " padded), skipped %" PRIu64 " (%" PRIu64
@@ -514,10 +516,12 @@ static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
-			       .data_crc = 1 };
+			       .data_crc = 1, .shm = prog_shm() };
 	rec_writer_opts wo = { .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
-			       .zero_copy = prog_zero_copy() };
+			       .zero_copy = prog_zero_copy(),
+			       .shm = prog_shm(),
+			       .shm_bytes = prog_shm_bytes() };
 	rec_reader *r = NULL;
 	rec_writer *w = NULL;
 	rec_header *h = NULL;
@@ -550,6 +554,7 @@ static int run(const struct options *o, int argc, char **argv)
 		goto out;
 	}
 	c.w = w;
+	rec_writer_link(w, r); /* windows are their input's samples */
 	if (copy_records(r, &c))
 		goto out;
 	err = rec_writer_finish(w);

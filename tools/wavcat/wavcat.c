@@ -262,7 +262,9 @@ static int open_writer(struct run *r)
 	rec_writer_opts wo = { .zstd_level = r->o.zstd,
 			       .name = prog_output_name(r->o.co.output),
 			       .write_behind = 1,
-			       .zero_copy = prog_zero_copy() };
+			       .zero_copy = prog_zero_copy(),
+			       .shm = prog_shm(),
+			       .shm_bytes = prog_shm_bytes() };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
 	return err ? prog_write_failed(r->o.co.output, r->w, err) : 0;
@@ -565,6 +567,7 @@ static void report(const struct run *r)
 		  r->t_resample, r->t_emit, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
 	prog_report_spliced(r->w);
+	prog_report_shm_out(r->w);
 	if (r->cfg.dtype == REC_S16)
 		prog_info("%llu samples clipped to 16 bits",
 			  (unsigned long long)r->clipped);

@@ -1,0 +1,186 @@
+#!/bin/sh
+test_description='shared memory: payloads by reference between stages of one build'
+. "$(dirname "$0")/test-lib.sh"
+
+# Between two stages of this build on one host, a writer offers a ring of
+# shared memory in its stream (formats/record.md, version 5); once its
+# reader attached, payloads go in the ring and the pipe carries
+# references, and segment passes wavcat's references on to gpumel. Every
+# other reader (cat, tee, a file) gets the payloads themselves, and a
+# recorded stream never holds a reference: the Python reader, which
+# knows format version 4 only, reads them. MELPIPE_SHM=0 turns it off.
+# The dataset is the same in every case. Stages killed anywhere leave
+# their neighbours with a clear message and no dataset.
+
+W="wavcat -v --rate 4096 DATA/"
+S="segment -v --len 4096 --hop 2048"
+G="gpumel -v --device cpu --n-fft 512 --hop 128 --n-mels 64 --no-center"
+BYREF='payloads (.*) in shared memory'
+READ='payloads (.*) read in shared memory'
+# a slow last stage, whose input backs up into the rings
+SLOW_G="gpumel -v --device cpu -j 1 --n-fft 1024 --hop 64 --n-mels 64"
+CHECK="$PYTHON $TEST_DIRECTORY/py/rec_check.py"
+
+test_expect_success 'set up 900 clips of 2 s' '
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" DATA --labels 3 \
+		--per-label 300 --seconds 2 &&
+	test $(find DATA -name "*.wav" | wc -l) = 900
+'
+
+test_expect_success 'every hop carries payloads by reference' '
+	$W 2>w.err | $S 2>s.err | $G 2>g.err | h5pack -v -o shm.h5 2>h.err &&
+	test_grep "wavcat: output: [1-9][0-9]* $BYREF" w.err &&
+	test_grep "segment: input: [1-9][0-9]* $READ" s.err &&
+	test_grep "gpumel: input: [1-9][0-9]* $READ" g.err &&
+	test_grep "gpumel: output: [1-9][0-9]* $BYREF" g.err &&
+	test_grep "h5pack: input: [1-9][0-9]* $READ" h.err
+'
+
+test_expect_success 'segment passes wavcat'"'"'s references on, copying none' '
+	test_grep "segment: output: [1-9][0-9]* $BYREF, [1-9][0-9]* of them passed on" s.err
+'
+
+test_expect_success 'with MELPIPE_SHM=0 the same dataset, and -v says why' '
+	(
+		MELPIPE_SHM=0 && export MELPIPE_SHM &&
+		$W 2>w0.err | $S 2>s0.err | $G 2>g0.err | h5pack -o off.h5
+	) &&
+	test_grep "wavcat: output: payloads in the stream, not in shared memory: MELPIPE_SHM=0$" w0.err &&
+	test_grep "segment: output: .*not in shared memory: MELPIPE_SHM=0$" s0.err &&
+	! grep "in shared memory," s0.err g0.err &&
+	test_same_datasets shm.h5 off.h5
+'
+
+test_expect_success 'a file gets payloads, never references' '
+	$W >clips.rec 2>f.err &&
+	test_grep "wavcat: output: .*not in shared memory: the output is not a pipe$" f.err &&
+	$CHECK clips.rec >/dev/null &&
+	$S <clips.rec >segs.rec 2>/dev/null &&
+	$G <segs.rec >feats.rec 2>/dev/null &&
+	$CHECK feats.rec >/dev/null
+'
+
+test_expect_success 'through cat or tee the payloads travel in the stream' '
+	$W 2>wc.err | cat | $S 2>sc.err >segs-cat.rec &&
+	test_grep "wavcat: output: .*not in shared memory: reader pid [0-9]* (cat) is not a melpipe program$" wc.err &&
+	cmp segs-cat.rec segs.rec &&
+	$W 2>/dev/null | tee tee.rec | $S 2>/dev/null >segs-tee.rec &&
+	cmp tee.rec clips.rec &&
+	cmp segs-tee.rec segs.rec
+'
+
+test_expect_success 'recdump reads references and checks their CRCs' '
+	$W 2>/dev/null | recdump >ref.txt &&
+	recdump clips.rec >file.txt &&
+	test_cmp file.txt ref.txt
+'
+
+test_expect_success 'a ring of 1 MiB fills: payloads wait, then go inline' '
+	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
+	$W 2>w1.err | $S 2>s1.err | $SLOW_G 2>g1.err | h5pack -o full.h5 &&
+	test_grep "wavcat: output: [1-9][0-9]* $BYREF.* [1-9][0-9]* in the stream while the ring was full" w1.err &&
+	MELPIPE_SHM=0 $W 2>/dev/null | $S 2>/dev/null | $SLOW_G 2>/dev/null |
+		h5pack -o full0.h5 &&
+	test_same_datasets full.h5 full0.h5
+'
+
+test_expect_success 'MELPIPE_SHM_RING_MB must be a number of MiB' '
+	for v in 0 x 65537 -1; do
+		MELPIPE_SHM_RING_MB=$v test_expect_code 2 wavcat DATA/ \
+			>/dev/null 2>err &&
+		test_grep "MELPIPE_SHM_RING_MB=$v: not a number of MiB" err ||
+		return 1
+	done
+'
+
+test_expect_success VALGRIND 'the pipeline by reference is clean under valgrind' '
+	# MELPIPE_SHM=2: offered to whatever one process reads (valgrind'"'"'s
+	# program runs the stage); only a stage that attaches gets
+	# references. Each stage'"'"'s errors go to its log, which stays empty.
+	# wavcat starts once the others have (valgrind starts slowly), so
+	# that each stage finds its reader at its first payloads.
+	VG="valgrind -q --leak-check=full --errors-for-leak-kinds=definite" &&
+	MELPIPE_SHM=2 && export MELPIPE_SHM &&
+	{ sleep 3 && exec $VG --log-file=vg.w.log wavcat -v --rate 4096 DATA/ \
+		2>vw.err; } |
+		$VG --log-file=vg.s.log $S 2>vs.err |
+		$VG --log-file=vg.g.log $G 2>vg.err |
+		$VG --log-file=vg.h.log h5pack -v -o vg.h5 2>vh.err &&
+	cat vg.w.log vg.s.log vg.g.log vg.h.log >vg.log &&
+	test_cmp /dev/null vg.log &&
+	test_grep "wavcat: done 900 clips" vw.err &&
+	test_grep "wavcat: output: [1-9][0-9]* $BYREF" vw.err &&
+	test_grep "segment: output: [1-9][0-9]* $BYREF, [1-9][0-9]* of them passed on" vs.err &&
+	test_grep "gpumel: input: [1-9][0-9]* $READ" vg.err &&
+	# (h5pack starts slowest under valgrind: it may attach gpumel'"'"'s
+	# ring only after gpumel'"'"'s last payload; the reading is lib/rec'"'"'s,
+	# as in gpumel)
+	{
+		grep "h5pack: input: [1-9][0-9]* $READ" vh.err ||
+		test_grep "gpumel: output: .*: the reader attached the ring offered only after the last payload" vg.err
+	}
+'
+
+test_expect_success 'a reader that stops early ends the stages, no hang' '
+	timeout 300 sh -c "$W 2>/dev/null | $S 2>/dev/null | recdump -n 1 >first.txt" ;
+	test $? != 124 &&
+	test $(grep -c " windows clip=0 " first.txt) = 1
+'
+
+# kill_run STAGE SECONDS: the pipeline over KILL/ (60 MB of samples)
+# with rings of 1 MiB; after SECONDS a stage after STAGE (w, s, g or h) is
+# stopped (gpumel, which holds what it reads until its output moves, for
+# wavcat and segment; else h5pack) so that the rings and pipes before it
+# fill and references are in flight, then STAGE is killed with SIGKILL
+# and the stopped stage let go; the survivors' messages in k.*.err.
+# Fails when STAGE had ended before (the test proved nothing) or a
+# dataset was written.
+kill_run() {
+	rm -f k.h5 k.*.err k.pid
+	{
+		sh -c "echo w \$\$ >>k.pid; exec $KW" 2>k.w.err |
+		sh -c "echo s \$\$ >>k.pid; exec $S" 2>k.s.err |
+		sh -c "echo g \$\$ >>k.pid; exec $G" 2>k.g.err |
+		sh -c "echo h \$\$ >>k.pid; exec h5pack -o k.h5" 2>k.h.err
+	} &
+	until [ -s k.pid ] && [ $(wc -l <k.pid) = 4 ]; do sleep 0.01; done
+	sleep "$2"
+	case $1 in w|s) stop=g ;; *) stop=h ;; esac
+	last=$(sed -n "s/^$stop //p" k.pid)
+	victim=$(sed -n "s/^$1 //p" k.pid)
+	kill -STOP $last
+	sleep 0.5
+	alive=0
+	kill -0 $victim 2>/dev/null && alive=1
+	kill -9 $victim 2>/dev/null
+	kill -CONT $last
+	wait
+	[ $alive = 1 ] || { echo "$1 had ended before it was killed"; return 1; }
+	test ! -e k.h5 || { echo "k.h5 exists after $1 was killed"; return 1; }
+}
+
+test_expect_success 'set up 120 clips of 60 s to kill stages in' '
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" KILL --labels 3 \
+		--per-label 40 --seconds 60
+'
+
+KW="wavcat -v --rate 4096 KILL/"
+
+test_expect_success 'a stage killed anywhere: the others stop, saying why' '
+	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
+	for t in 0 0.05 0.15; do
+		kill_run w $t &&
+		test_grep "segment: stdin: .*input ended" k.s.err &&
+		kill_run s $t &&
+		test_grep "wavcat: unable to write" k.w.err &&
+		test_grep "gpumel: stdin: .*input ended" k.g.err &&
+		kill_run g $t &&
+		test_grep "segment: unable to write" k.s.err &&
+		test_grep "h5pack: stdin: .*input ended" k.h.err &&
+		kill_run h $t &&
+		test_grep "gpumel: unable to write" k.g.err ||
+		return 1
+	done
+'
+
+test_done
