@@ -783,6 +783,12 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
     # carries the samples through such a hop, so it cannot beat this row.
     hop = Row("hop", "one pipe hop: wavcat -> recdump -q (decoded, "
               "checked, nothing else)", sb, clips)
+    # The same two with the payloads in the pipe (MELPIPE_SHM=0): what
+    # the shared-memory path gives, side by side in each round.
+    noshm_env = dict(t.env, MELPIPE_SHM="0")
+    pipe0 = Row("pipeline_noshm", "pipeline, MELPIPE_SHM=0 (payloads in "
+                "the pipes)", sb, clips)
+    hop0 = Row("hop_noshm", "one pipe hop, MELPIPE_SHM=0", sb, clips)
     mel_rec = os.path.basename(mel_in)
     st = {
         "wavcat": Row("wavcat", "wavcat alone (files -> /dev/null)", sb,
@@ -810,13 +816,16 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
     # the rest. Rounds repeat, so that drift hits every row alike.
     before = [(floor_par, par, t.plain_env, None),
               (floor_one, one, t.plain_env, None),
-              (pipe, pipeline_cmd(t, d, out_pipe), t.env, out_pipe)]
+              (pipe, pipeline_cmd(t, d, out_pipe), t.env, out_pipe),
+              (pipe0, pipeline_cmd(t, d, out_pipe), noshm_env, out_pipe)]
     after = [(hop, f"{t.wavcat(d)} | {q(t.prog('recdump'))} -q", t.env,
-              None)]
+              None),
+             (hop0, f"{t.wavcat(d)} | {q(t.prog('recdump'))} -q",
+              noshm_env, None)]
     for n in job.stages:
         cmd, chk = alone[n]()
         after.append((st[n], cmd, t.env, chk))
-    rows = [floor_par, floor_one, pipe]
+    rows = [floor_par, floor_one, pipe, pipe0]
     for x in anchors:
         rows += [x.row, x.wall]
     rows += [r for r, *_ in after]
