@@ -4,6 +4,7 @@ test_description='segment: audio items in pieces give the windows of the whole c
 
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
 PIECES="$PYTHON $TEST_DIRECTORY/py/segment_pieces.py"
+STAGES="$PYTHON $TEST_DIRECTORY/py/segment_stages.py"
 RSS="$PYTHON $TOP/scripts/bench-rss.py"
 
 # seg_same IN N COPY_OPTS SEGMENT_ARGS...: segment's output for IN cut
@@ -117,7 +118,7 @@ test_expect_success 'against the reference cut, one stage and two' '
 		--stage 512,256,drop &&
 	segment -q --len 1000 --hop 300 p.rec |
 		segment -q --copy --len 256 --hop 100 >o.rec &&
-	$PIECES check p.rec o.rec --stage 1000,300 --stage 256,100 --copy
+	$STAGES p.rec o.rec --stage 1000,300 --stage 256,100 --copy
 '
 
 test_expect_success 'two stages: the second cuts the first one'"'"'s windows' '
@@ -204,8 +205,6 @@ test_expect_success 'cut short before any window: the skipped record alone' '
 '
 
 DUMP="$PYTHON $TEST_DIRECTORY/py/gpumel_rec.py dump"
-FORGE="$PYTHON $TEST_DIRECTORY/py/rec_forge.py"
-CHECK="$PYTHON $TEST_DIRECTORY/py/segment_check.py"
 
 # segments_in_order FILE: each clip's records in segment's output FILE
 # take the segment indices 0, 1, 2, ... in turn, skipped records
@@ -235,25 +234,12 @@ skipped_kept() {
 	test_cmp sk.in sk.both
 }
 
-# drop_cut IN OUT: IN without the skipped records that end a clip cut
-# short (their reasons say how many samples were kept), the trailer made
-# to match, so that the windows around them can be checked alone.
-drop_cut() {
-	cp "$1" dc.rec &&
-	for r in $(recdump "$1" |
-		   sed -n "s/^\([0-9]*\) skipped .* samples kept.*/\1/p" |
-		   sort -rn); do
-		$FORGE drop $r <dc.rec >dc.next && mv dc.next dc.rec || return 1
-	done &&
-	$FORGE fix-trailer <dc.rec >"$2"
-}
-
 # two_stages IN A B: segment A | segment B on IN, whose clips are cut
 # short in pieces (A, B: LEN,HOP,LAST,copy or describe). The output is
 # a valid stream; every clip's records, skipped ones included, take the
-# segment indices 0, 1, 2, ...; IN's skipped records are in it; and
-# without the clips' skipped records it is the reference's cut B of the
-# first stage's output without them.
+# segment indices 0, 1, 2, ...; IN's skipped records are in it; and it
+# is the reference's two-stage windows of the samples kept, each clip's
+# skipped record after them (segment_stages.py).
 two_stages() {
 	set -- "$1" $(echo "$2" | tr , " ") $(echo "$3" | tr , " ") &&
 	c1= c2= &&
@@ -264,9 +250,7 @@ two_stages() {
 	recdump -q s2.rec &&
 	segments_in_order s2.rec &&
 	skipped_kept "$1" s2.rec &&
-	drop_cut s1.rec s1.nc.rec &&
-	drop_cut s2.rec s2.nc.rec &&
-	$CHECK s1.nc.rec s2.nc.rec --stage $6,$7,$8 $c2 >/dev/null
+	$STAGES "$1" s2.rec --stage $2,$3,$4 --stage $6,$7,$8 $c2 >/dev/null
 }
 
 test_expect_success 'cut short: a second stage puts the skipped record after its windows' '

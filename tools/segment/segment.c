@@ -27,7 +27,11 @@
  * one audio record per window instead, for readers that want them so.
  *
  * A windows record in the input (a second segment stage) is cut window by
- * window: each of its windows is a parent record here.
+ * window: each of its windows is a parent record here, of the clip's
+ * samples alone: the zeros the first stage padded its last window with
+ * past the clip's end are no audio, so that no window of padding alone
+ * becomes a labelled example and --last sees where the audio ends
+ * (real_samples()).
  *
  * An audio item in pieces (format version 3) is cut as the clip in one
  * record would be, in pieces.c, keeping about two windows' samples
@@ -68,6 +72,16 @@ static void usage(FILE *f)
 "segment stages in a row give two-stage segmentation: the second numbers\n"
 "its windows within the clip across the first's windows (which may\n"
 "overlap: offsets then go back where a parent window starts).\n"
+"\n"
+"The zeros a first stage pads a window with past the clip's end are no\n"
+"audio: the second stage cuts each of its windows as a record of the\n"
+"clip's samples alone (those before the clip's end, or the end of a\n"
+"padded windows record's samples), and --last applies there. So no window\n"
+"starts in the padding; one that runs into it is padded (and counted as\n"
+"padded) with pad, left out with drop, kept with cover only when it holds\n"
+"samples the windows before lack; and a first-stage window whose samples\n"
+"give no window is reported as any record that gives none (one with no\n"
+"sample of the clip, which segment never writes, gives nothing).\n"
 "\n"
 "The windows are described, not copied: every record leaves as one windows\n"
 "record that holds its samples once with the windows' length, hop and\n"
@@ -325,12 +339,36 @@ static int describe_windows(struct cut_ctx *c, const rec_item *in,
 	return rec_write(c->w, &out);
 }
 
+/* The parent in as the clip's samples alone: an earlier segment stage
+ * pads the window that runs past the clip's end with zeros, past the
+ * payload of a windows record with the pad flag (end: the payload's end
+ * in the clip; UINT64_MAX where there is none) and past clip_samples in
+ * an audio record of --copy. Those zeros are no audio: the windows and
+ * --last are taken on the samples before them. (A clip cut short gives
+ * its last records the samples kept as clip_samples; 0 is not known.) */
+static rec_item real_samples(const rec_item *in, uint64_t end)
+{
+	rec_item out = *in;
+
+	if (in->clip_samples && in->clip_samples < end)
+		end = in->clip_samples;
+	if (in->offset + in->dim0 > end) {
+		out.dim0 = end > in->offset ? (uint32_t)(end - in->offset) : 0;
+		out.data_len = (size_t)out.dim0 * rec_dtype_size(in->dtype) *
+			       in->dim1;
+	}
+	return out;
+}
+
 /* A record that is no piece: its windows, or the skipped record that
- * says it gave none. */
-static int cut_record(struct cut_ctx *c, const rec_item *in,
-		      const uint32_t *data_crc)
+ * says it gave none. A parent with no sample of the clip (all an earlier
+ * stage's padding) gives neither: it stands for nothing of the clip. */
+static int cut_record(struct cut_ctx *c, const rec_item *parent,
+		      uint64_t end, const uint32_t *data_crc)
 {
 	const struct options *o = c->o;
+	rec_item real = real_samples(parent, end);
+	const rec_item *in = &real;
 	uint64_t n = window_count(in->dim0, o);
 	uint32_t seg = clip_next_segment(&c->cs, in->clip);
 	int err = 0;
@@ -340,6 +378,10 @@ static int cut_record(struct cut_ctx *c, const rec_item *in,
 			 (int)in->key_len, in->key, in->clip);
 		return -1;
 	}
+	if (in->data_len != parent->data_len)
+		data_crc = NULL; /* the parent's, not the samples' */
+	if (in->dim0 == 0 && parent->dim0 > 0)
+		return 0;
 	if (n == 0) {
 		c->cs.next_segment++;
 		return write_too_short(c, in, in->dim0, seg);
@@ -358,20 +400,31 @@ static int cut_record(struct cut_ctx *c, const rec_item *in,
 	return 0;
 }
 
+/* A window of a windows record of the input, and where that record's
+ * samples end in the clip (UINT64_MAX: every window fits). */
+struct parent_window {
+	struct cut_ctx *c;
+	uint64_t end;
+};
+
 static int cut_one(const rec_item *win, void *arg)
 {
-	struct cut_ctx *c = arg;
+	struct parent_window *pw = arg;
 
-	c->st.in_audio++;
-	return cut_record(c, win, NULL) ? 1 : 0;
+	pw->c->st.in_audio++;
+	return cut_record(pw->c, win, pw->end, NULL) ? 1 : 0;
 }
 
 /* A windows record of the input: each of its windows is cut as an audio
- * record (a padded one is built in *pad). */
+ * record (a padded one is built in *pad) of the samples it holds. */
 static int cut_windows(struct cut_ctx *c, const rec_item *in, void **pad,
 		       size_t *pad_cap)
 {
-	int err = rec_each_window(in, pad, pad_cap, cut_one, c);
+	struct parent_window pw = {
+		c, in->win_flags & REC_WIN_PAD ? in->offset + in->dim0 :
+						 UINT64_MAX
+	};
+	int err = rec_each_window(in, pad, pad_cap, cut_one, &pw);
 
 	if (err < 0) /* (1: cut_one failed and said why) */
 		prog_err("'%.*s': %s", (int)in->key_len, in->key,
@@ -440,7 +493,7 @@ static int handle_record(rec_reader *r, struct cut_ctx *c,
 	if (rec_item_is_piece(it))
 		return piece_cut_add(sc->pc, c, it);
 	c->st.in_audio++;
-	return cut_record(c, it, have_crc ? &crc : NULL);
+	return cut_record(c, it, UINT64_MAX, have_crc ? &crc : NULL);
 }
 
 static int check_kind(const rec_header *h, const char *in_name)
