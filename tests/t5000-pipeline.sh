@@ -78,12 +78,16 @@ f = h5py.File(\"overlap.h5\")
 clip = np.concatenate([f[g][\"clip\"][()] for g in (\"training\", \"validation\", \"testing\")])
 seg = np.concatenate([f[g][\"segment\"][()] for g in (\"training\", \"validation\", \"testing\")])
 off = np.concatenate([f[g][\"offset\"][()] for g in (\"training\", \"validation\", \"testing\")])
-# 8192 samples: parents at 0, 1024, ..., 7168 (the last padded), each cut
-# into children at 0, 256, ..., 1792 (the last padded): 8 x 8 per clip.
-want_off = sorted(p + c for p in range(0, 8192, 1024) for c in range(0, 2048, 256))
+# 8192 samples: parents at 0, 1024, ..., 7168, each cut into children at
+# 0, 256, ..., 1792 (the last padded); the last parent holds 1024 samples
+# of the clip and 1024 zeros, no audio: children at 0, 256, 512, 768 (the
+# last padded) only. 7 x 8 + 4 per clip.
+want_off = sorted([p + c for p in range(0, 7168, 1024)
+                   for c in range(0, 2048, 256)] +
+                  [7168 + c for c in range(0, 1024, 256)])
 for c in np.unique(clip):
     s, o = seg[clip == c], off[clip == c]
-    if list(s) != list(range(64)) or sorted(o) != want_off:
+    if list(s) != list(range(60)) or sorted(o) != want_off:
         sys.exit(\"clip %d: segments %s offsets %s\" % (c, s, o))
 if len(np.unique(clip)) != 18:
     sys.exit(\"clips: %d\" % len(np.unique(clip)))

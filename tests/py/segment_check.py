@@ -6,7 +6,9 @@ The reference cuts IN the way segment's --help describes it, stage after
 stage (give --stage once per segment stage in the pipeline): windows start
 at 0, HOP, 2*HOP, ...; every window that fits whole is kept; with pad the
 first window that runs past the end (if it starts before the end) is padded
-with zeros; a record with no window becomes a skipped record; skipped
+with zeros; a record's end is its clip's (clip_samples, where the record
+runs past it: an earlier stage's padding is no sample, and a window of it
+alone gives nothing); a record with no window becomes a skipped record; skipped
 records pass through; segment indices count every record of the clip,
 skipped ones included (a skipped record of the input takes the clip's
 next, after the windows of a clip cut short by an earlier stage). Then every
@@ -70,27 +72,33 @@ def cut(items, length, hop, last, describe=False):
             seg += 1
             continue
         frame = len(it["data"]) // it["dim0"] if it["dim0"] else 0
-        starts = window_starts(it["dim0"], length, hop, last)
+        # an earlier stage's zeros past the clip's end are no samples
+        n = it["dim0"]
+        if it["clip_samples"]:
+            n = max(0, min(n, it["clip_samples"] - it["offset"]))
+        if n == 0 and it["dim0"]:
+            continue  # a window of padding alone gives nothing
+        starts = window_starts(n, length, hop, last)
         if not starts:
             reason = "shorter than one window (%d samples < %d)" % (
-                it["dim0"], length)
+                n, length)
             out.append(dict(it, type=mk.T_SKIPPED, segment=seg, dtype=0,
                             dim0=0, dim1=0, data=reason.encode()))
             seg += 1
             continue
         if describe:
             end = starts[-1] + length
-            pad = end > it["dim0"]
+            pad = end > n
             out.append(dict(it, type=mk.T_WINDOWS, segment=seg,
-                            dim0=it["dim0"] if pad else end,
-                            data=it["data"][:min(end, it["dim0"]) * frame],
+                            dim0=n if pad else end,
+                            data=it["data"][:min(end, n) * frame],
                             win_len=length, win_hop=hop,
                             n_windows=len(starts),
                             win_flags=mk.WIN_PAD if pad else 0))
             seg += len(starts)
             continue
         for s in starts:
-            data = it["data"][s * frame:(s + length) * frame]
+            data = it["data"][s * frame:min(s + length, n) * frame]
             data += bytes(length * frame - len(data))
             out.append(dict(it, offset=it["offset"] + s, segment=seg,
                             dim0=length, data=data))
