@@ -52,6 +52,9 @@ struct run {
 /* Opens the output: -o FILE or standard output, never a terminal. */
 static int open_output(struct run *r)
 {
+	r->fd = prog_open_output(r->o.co.output);
+	if (r->fd < 0)
+		return -1;
 	if (r->o.co.output == NULL) {
 		/* The records go to a copy of descriptor 1, and 1 itself
 		 * becomes stderr: a codec library that prints to stdout
@@ -63,10 +66,8 @@ static int open_output(struct run *r)
 				 strerror(errno));
 			return -1;
 		}
-		return 0;
 	}
-	r->fd = prog_open_output(r->o.co.output);
-	return r->fd < 0 ? -1 : 0;
+	return 0;
 }
 
 /* Finds the inputs, their labels and splits. */
