@@ -272,11 +272,22 @@ test_expect_success '-v reports records, bytes, times and the backend' '
 	test_grep "cpu: fftw3f" err &&
 	test_grep "read 6 records" err &&
 	test_grep "waiting for input" err &&
-	test_grep "^gpumel: done 6, skipped 0" err
+	test_grep "^gpumel: done 6 clips, skipped 0 (0 here, 0 from upstream)$" err
+'
+
+test_expect_success 'the closing line counts windows after segment' '
+	segment --len 400 --hop 400 in.rec 2>s.err >win.rec &&
+	n=$(sed -n "s/^segment: done: .* into \([0-9]*\) windows .*/\1/p" s.err) &&
+	test "$n" -gt 6 &&
+	gpumel $SMALL win.rec >/dev/null 2>err &&
+	test_grep "^gpumel: done $n windows, skipped 0 (0 here, 0 from upstream)$" err &&
+	segment --len 5000 --last pad in.rec 2>/dev/null >one.rec &&
+	gpumel $SMALL one.rec >/dev/null 2>err &&
+	test_grep "^gpumel: done 6 windows, skipped 0" err
 '
 
 test_expect_success 'the later of -q and -v wins' '
-	test_q_v_later_wins "^gpumel: done 6, skipped 0" gpumel $SMALL in.rec
+	test_q_v_later_wins "^gpumel: done 6 clips, skipped 0" gpumel $SMALL in.rec
 '
 
 test_expect_success 'a missing option argument is one usage error' '
@@ -299,7 +310,7 @@ test_expect_success 'an empty stream gives an empty features stream' '
 	gpumel $SMALL empty.rec >empty.out 2>err &&
 	"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump empty.out >d &&
 	test ! -s d &&
-	test_grep "done 0, skipped 0" err
+	test_grep "done 0 clips, skipped 0" err
 '
 
 test_done
