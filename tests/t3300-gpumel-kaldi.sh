@@ -281,6 +281,23 @@ n = a[\"n_features\"]
 assert n == 24 and n.dtype == np.dtype(\"<i8\"), (n, n.dtype)" e1.h5
 '
 
+# Kaldi's coefficient is a float; the header says what was given (0.97),
+# not that float widened to double (0.97000002861022949), and h5pack's
+# attribute is the same number.
+test_expect_success 'the preemphasis as given: header and attribute' '
+	recdump -n 1 e1.out >e1.head &&
+	test_grep "^header preemphasis=0\.97$" e1.head &&
+	gpumel -q --preset kaldi --preemphasis 0.1 s16.rec >p1.out &&
+	recdump -n 1 p1.out >p1.head &&
+	test_grep "^header preemphasis=0\.1$" p1.head &&
+	h5pack -q -o p1.h5 <p1.out &&
+	$PYTHON -c "
+import sys, h5py
+assert h5py.File(sys.argv[1], \"r\").attrs[\"preemphasis\"] == 0.97
+assert h5py.File(sys.argv[2], \"r\").attrs[\"preemphasis\"] == 0.1
+" e1.h5 p1.h5
+'
+
 test_expect_success '--help documents the preset and its options' '
 	gpumel --help >help &&
 	for o in preset=NAME frame-length-ms frame-shift-ms snip-edges \

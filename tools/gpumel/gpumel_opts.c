@@ -767,6 +767,21 @@ static int header_feature(rec_header *h, const mel_params *p,
 	return e;
 }
 
+/* A parameter held in a float, as the shortest decimal that reads back
+ * as that float: the value given (0.97), not the float widened to double
+ * (0.97000002861022949), which no one typed. Nine digits always do. */
+static int header_set_float(rec_header *h, const char *key, float v)
+{
+	char buf[32];
+
+	for (int digits = 1; digits <= 9; digits++) {
+		snprintf(buf, sizeof(buf), "%.*g", digits, (double)v);
+		if (strtof(buf, NULL) == v)
+			break;
+	}
+	return rec_header_set(h, key, buf);
+}
+
 /* fbank's parameters, as Kaldi names its options. */
 static int header_kaldi(rec_header *h, const mel_params *p)
 {
@@ -788,7 +803,7 @@ static int header_kaldi(rec_header *h, const mel_params *p)
 	e |= rec_header_set_double(h, "amin", p->amin);
 	e |= rec_header_set_double(h, "dither", p->k.dither);
 	e |= rec_header_set_u64(h, "seed", p->k.seed);
-	e |= rec_header_set_double(h, "preemphasis", p->k.preemphasis);
+	e |= header_set_float(h, "preemphasis", p->k.preemphasis);
 	e |= rec_header_set(h, "remove_dc_offset", p->k.remove_dc ? "1" : "0");
 	e |= rec_header_set(h, "use_energy", p->k.use_energy ? "1" : "0");
 	e |= rec_header_set(h, "raw_energy", p->k.raw_energy ? "1" : "0");
