@@ -251,7 +251,6 @@ test_expect_success 'options of the other feature are usage errors' '
 	test_usage_error gpumel --preset kaldi --top-db 80 s16.rec &&
 	test_grep "top-db does not apply to --preset kaldi" usage.err &&
 	test_usage_error gpumel --preset kaldi --center s16.rec &&
-	test_usage_error gpumel --preset kaldi --fmax 4000 s16.rec &&
 	test_usage_error gpumel --preset kaldi --snip-edges=maybe s16.rec &&
 	test_grep "expected true or false" usage.err &&
 	test_usage_error gpumel --preset kaldi --window hanning2 s16.rec
