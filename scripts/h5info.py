@@ -2,8 +2,9 @@
 """Usage: PROG FILE.h5
 Print what a melpipe HDF5 dataset holds.
 
-Shows the split groups with their feature shapes and per-label row counts,
-the label table, the clips (with their files' own sample rates and
+Shows what the file holds (the feature: mel, fbank or mfcc; or audio),
+which shard of a job a shard file is, the split groups with their
+feature shapes and per-label row counts, the label table, the clips (with their files' own sample rates and
 channels) and skipped inputs, and the provenance chain.
 zstd-compressed datasets (h5pack --compress zstd) need HDF5 filter 32015:
 h5info.py uses hdf5plugin where it is installed, and otherwise points
@@ -127,6 +128,40 @@ def source_summary(clips):
     return ", ".join(said) + more
 
 
+def feature_summary(attrs):
+    """What the rows hold, from the root attributes (formats/hdf5.md):
+    "mel, 128 rows a frame", "mfcc of fbank bands, 13 rows a frame",
+    "none: audio samples"."""
+    if text(attrs.get("kind", "")) == "audio":
+        return "none: audio samples"
+    if "feature" not in attrs:
+        return "not recorded (the file predates the attribute)"
+    what = text(attrs["feature"])
+    if what == "mfcc" and "mfcc_bands" in attrs:
+        what += f" of {text(attrs['mfcc_bands'])} bands"
+    if "n_features" in attrs:
+        what += f", {count(int(attrs['n_features']), 'row')} a frame"
+    return what
+
+
+def shard_summary(attrs):
+    """Which shard of which job a shard file is (its `shard` K/N, `job`
+    and `clips` attributes: its clips are the job's K, K + N, ...); None
+    for a whole dataset."""
+    if "shard" not in attrs:
+        return None
+    said = text(attrs["shard"])
+    try:
+        k, n = (int(x) for x in said.split("/"))
+        of = f" of {int(attrs['clips'])}" if "clips" in attrs else ""
+        said += f" (the job's clips {k}, {k + n}, {k + 2 * n}, ...{of})"
+    except ValueError:
+        pass
+    if "job" in attrs:
+        said += f", job {text(attrs['job'])}"
+    return said
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         # the name it was called by, as its usage line says it
@@ -159,6 +194,10 @@ def main(argv):
             return 1
         labels = [text(x) for x in f["labels"][()]] if "labels" in f else []
         print(f"{argv[1]}:")
+        print(f"  feature: {feature_summary(f.attrs)}")
+        shard = shard_summary(f.attrs)
+        if shard is not None:
+            print(f"  shard: {shard}")
         print(f"  labels ({len(labels)}): {', '.join(labels)}")
         for name in ("training", "validation", "testing", "all"):
             if name not in f:

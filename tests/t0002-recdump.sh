@@ -295,7 +295,7 @@ test_expect_success 'shard streams: their own clips are all recdump expects' '
 		recdump s.rec >/dev/null 2>err &&
 		! test -s err || return 1
 	done &&
-	rec-copy --shard 1/3 --job $J -n 4 <whole.rec >short.rec &&
+	rec-copy --shard 1/3 --job $J -n 1 <whole.rec >short.rec &&
 	recdump short.rec >/dev/null 2>err &&
 	test_grep "shard 1/3 of 7 clips should hold 2, the records cover 1 (highest index 1)" err
 '

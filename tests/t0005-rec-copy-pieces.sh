@@ -45,6 +45,32 @@ test_expect_success 'pieces carry more, cont and offsets as the spec says' '
 	test_cmp want got
 '
 
+# -n N counts data records, as its help says (and recdump -n does): the
+# listing up to the Nth data record, source records before it included;
+# with --shard, the shard's own.
+test_expect_success '-n counts data records; source records come along' '
+	S=$TEST_DIRECTORY/golden/good-source.rec &&
+	recdump "$S" | grep -E "^[0-9]+ " >all &&
+	ndata=$(grep -c -E "^[0-9]+ (audio|features|windows|skipped) " all) &&
+	test $ndata -ge 3 &&
+	n=1 &&
+	while test $n -le $ndata; do
+		awk -v n=$n "/^[0-9]+ (audio|features|windows|skipped) /{d++} {print} d==n{exit}" \
+			all >want &&
+		rec-copy -n $n --no-trailer <"$S" >c.rec &&
+		{ recdump c.rec 2>/dev/null || :; } | grep -E "^[0-9]+ " >got &&
+		test_cmp want got &&
+		n=$((n + 1)) || return 1
+	done &&
+	J=0123456789abcdef0123456789abcdef01234567 &&
+	rec-gen -n 7 >seven.rec &&
+	rec-copy --shard 1/3 --job $J -n 2 <seven.rec | recdump >s.dump &&
+	grep -E "^[0-9]+ (audio|features|windows|skipped) " s.dump |
+		sed "s/.* clip=\([0-9]*\) .*/\1/" >clips &&
+	printf "1\n4\n" >want &&
+	test_cmp want clips
+'
+
 test_expect_success 'features pieces: offsets step by the hop' '
 	rec-gen -t features -n 1 -l 10 >f.rec &&
 	rec-copy --pieces 4 --hop 160 <f.rec | recdump >dump &&

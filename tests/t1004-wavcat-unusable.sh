@@ -14,22 +14,24 @@ MK="$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py"
 RR="$PYTHON $TEST_DIRECTORY/py/wavcat_readrec.py"
 
 # kind, file name, the reason expected (an extended regular expression,
-# for grep -E and Python's re)
-cat >kinds <<\EOF
+# for grep -E and Python's re). A file that ends before the frames its
+# header gives is cut short: kept up to there, however short.
+cut='decoding failed after [0-9.]+ s \([0-9]+ samples kept\): '
+cat >kinds <<EOF
 empty e0.wav empty file \(0 bytes\)
 garbage e1.wav unable to decode: format not recognised
-wav_data_too_big e2.wav decoded 1600 of the 6600 frames its header gives \(truncated: the data chunk claims 13200 bytes, the file holds 3200\)
+wav_data_too_big e2.wav ${cut}decoded 1600 of the 6600 frames its header gives \(truncated: the data chunk claims 13200 bytes, the file holds 3200\)
 wav_data_zero e3.wav data chunk size is 0
 wav_odd_length e4.wav data length 3201 is not a whole number of 2-byte frames
-wav_truncated e5.wav decoded 1478 of the 3200 frames its header gives \(truncated: the data chunk claims 6400 bytes, the file holds 2956\)
+wav_truncated e5.wav ${cut}decoded 1478 of the 3200 frames its header gives \(truncated: the data chunk claims 6400 bytes, the file holds 2956\)
 wav_nan e6.wav NaN or infinite sample at frame 400
 wav_inf e7.wav NaN or infinite sample at frame 400
 wav_channels0 e8.wav no channels \(0\)
 wav_channels300 e9.wav absurd channel count 300 \(over 256\)
 wav_rate0 f0.wav absurd sample rate 0 Hz
 wav_rate_huge f1.wav absurd sample rate 1000000 Hz
-flac_crc f2.flac decoded [0-9]+ of the 48000 frames its header gives
-flac_truncated f3.flac decoded [0-9]+ of the 48000 frames its header gives
+flac_crc f2.flac ${cut}decoded [0-9]+ of the 48000 frames its header gives
+flac_truncated f3.flac ${cut}decoded [0-9]+ of the 48000 frames its header gives
 flac_unknown_length f4.flac unknown length \(libsndfile reports SF_COUNT_MAX
 ogg_truncated f5.ogg unknown length
 ogg_garbage_tail f6.ogg (unknown length|unable to decode: .*malformed)
@@ -53,7 +55,7 @@ test_expect_success 'every unusable input: warned, skipped, run goes on' '
 		grep -q -E "^wavcat: .U/w/$name.: $reason" err ||
 		{ echo "no message for $kind"; exit 1; }
 	done <kinds &&
-	test_grep "^wavcat: done 3 clips, skipped 17$" err &&
+	test_grep "^wavcat: done 3 clips whole and 4 cut short (kept up to the failure), skipped 13$" err &&
 	test $(wc -l <err) = 18
 '
 
@@ -61,24 +63,43 @@ test_expect_success 'the stream: a record for every input, reasons carried' '
 	recdump -q u.rec &&
 	"$PYTHON" -c "
 import re, sys
+import soundfile as sf
 sys.path.insert(0, \"$TEST_DIRECTORY/py\")
 import wavcat_readrec as rr
 h, recs, tr = rr.load(\"u.rec\")
 assert rr.header_values(h, \"clips\") == [\"20\"]
-assert [r.clip for r in recs] == list(range(20))
-assert tr[\"n_skipped\"] == 17 and tr[\"n_items\"] == 3
+clips = {}
+for r in recs:
+    clips.setdefault(r.clip, []).append(r)
+assert sorted(clips) == list(range(20))
+assert tr[\"n_skipped\"] == 17 and tr[\"n_items\"] == 7
 want = {}
 for line in open(\"kinds\"):
     kind, name, reason = line.rstrip(\"\\n\").split(\" \", 2)
     want[\"w/\" + name] = reason
-for r in recs:
-    k = r.key.decode()
+for c, rs in clips.items():
+    k = rs[0].key.decode()
     if k.endswith(\"_good.wav\") or k.endswith(\"_good.flac\"):
-        assert r.type == rr.T_AUDIO and r.dim0 == 16000, k
+        assert len(rs) == 1, k
+        assert rs[0].type == rr.T_AUDIO and rs[0].dim0 == 16000, k
         continue
+    *kept, r = rs
     assert r.type == rr.T_SKIPPED, k
     assert re.match(want[k], r.reason), (k, r.reason)
     assert r.dtype == 0 and r.dim0 == 0 and r.label == 0, k
+    if not r.reason.startswith(\"decoding failed after\"):
+        assert not kept and r.clip_samples == 0, k
+        continue
+    # cut short: one piece of the frames decoded, then the skipped
+    # record; from a WAV, the frames the file holds (as libsndfile
+    # reads them)
+    n = int(r.reason.split(\"): decoded \")[1].split()[0])
+    assert len(kept) == 1 and kept[0].flags == rr.rs.F_MORE, k
+    assert kept[0].dim0 == r.clip_samples == r.offset == n > 0, k
+    assert \"(%d samples kept)\" % n in r.reason, k
+    if k.endswith(\".wav\"):
+        x, rate = sf.read(\"U/\" + k, dtype=\"int16\")
+        assert len(x) == n and (kept[0].samples == x).all(), k
 print(\"ok\")
 "
 '
@@ -120,7 +141,7 @@ test_expect_success 'with --rate the unusable inputs are the same' '
 	wavcat -q --rate 8000 U >r.rec &&
 	$RR r.rec --records >actual &&
 	test $(grep -c skipped actual) = 17 &&
-	test $(grep -c " audio " actual) = 3
+	test $(grep -c " audio " actual) = 7
 '
 
 test_expect_success 'a clip longer than a record holds comes in pieces' '

@@ -250,8 +250,10 @@ test_expect_success 'a FLAC cut in the middle: kept up to where it ends' '
 
 # A WAV whose data chunk runs past the end of the file ends early as a
 # FLAC cut in the middle does: libsndfile reads the frames there are, the
-# data chunk size says how many there should have been.
-test_expect_success 'a WAV and a FLAC truncated alike: cut short, or skipped whole' '
+# data chunk size says how many there should have been. Either is kept
+# up to where it ends whatever the piece size: the same samples and the
+# same skipped record in pieces of 4096 as in one piece.
+test_expect_success 'a WAV and a FLAC truncated alike: cut short for any piece size' '
 	mkdir T &&
 	for e in wav flac; do
 		$MK tone T/ok.$e --frames 48000 --seed 8 &&
@@ -268,12 +270,22 @@ test_expect_success 'a WAV and a FLAC truncated alike: cut short, or skipped who
 	$PC cut t.rec T/cut.wav $frames --prefix-of wok.w &&
 	wavcat -q T/ok.flac >fok.w &&
 	$PC cut t.rec T/cut.flac any --prefix-of fok.w &&
-	wavcat T/cut.wav T/cut.flac T/ok.wav >t1.rec 2>err &&
-	test_grep "^wavcat: .T/cut.wav.: decoded $frames of the 48000 frames its header gives (truncated: " err &&
-	test_grep "^wavcat: .T/cut.flac.: decoded [0-9]* of the 48000 frames" err &&
-	test_grep "^wavcat: done 1 clip, skipped 2$" err &&
+	wavcat -v T/cut.wav T/cut.flac T/ok.wav >t1.rec 2>err &&
+	test_grep "^wavcat: sample rate [0-9]* Hz, from .T/cut.flac.$" err &&
+	test_grep "^wavcat: .T/cut.wav.: decoding failed after [0-9.]* s ($frames samples kept): decoded $frames of the 48000 frames its header gives (truncated: " err &&
+	test_grep "^wavcat: .T/cut.flac.: decoding failed after [0-9.]* s ([0-9]* samples kept): decoded [0-9]* of the 48000 frames" err &&
+	test_grep "^wavcat: done 1 clip whole and 2 cut short (kept up to the failure), skipped 0$" err &&
+	test_grep "^wavcat: [0-9]* samples; 0 clips longer than [0-9]* samples in 0 pieces$" err &&
 	recdump t1.rec >t1.out &&
-	test $(grep -c "^[0-9]* skipped clip=[01] clip_samples=0 " t1.out) = 2
+	test_grep "^[0-9]* audio clip=1 segment=0 offset=0 clip_samples=48000 .*dims=${frames}x1 piece=more key=.T/cut.wav.$" t1.out &&
+	test_grep "^[0-9]* skipped clip=1 clip_samples=$frames .*key=.T/cut.wav." t1.out &&
+	$PC scan t.rec | cut -d" " -f1-3,5 >scan.pieces &&
+	$PC scan t1.rec | cut -d" " -f1-3,5 | head -n 2 >scan.whole &&
+	test_cmp scan.pieces scan.whole &&
+	recdump t.rec | sed -n "s/^[0-9]* skipped //p" >skipped.pieces &&
+	recdump t1.rec | sed -n "s/^[0-9]* skipped //p" >skipped.whole &&
+	test $(wc -l <skipped.whole) = 2 &&
+	test_cmp skipped.pieces skipped.whole
 '
 
 # Resampled to 8 kHz, nan.wav gives fewer samples than a piece before

@@ -71,6 +71,8 @@ test_expect_success 'two names of one option given two values: exit 2 naming bot
 	num-mel-bins 80 n-mels 40
 	mfcc 13 num-ceps 20
 	fmin 10 low-freq 20.5
+	fmax 7000 high-freq 6000.5
+	high-freq -100 fmax 7900
 	hop 100 hop-length 200
 	preemphasis 0.97 preemphasis-coefficient 0.9
 	EOF
@@ -105,7 +107,40 @@ test_expect_success 'two names with one value, or one name twice: the last wins'
 		--hop 100 --hop-length 100 in.rec >d.rec &&
 	test "$(header_value d.rec preemphasis)" = 0.5 &&
 	test "$(header_value d.rec fmin)" = 30 &&
-	test "$(header_value d.rec hop_length)" = 100
+	test "$(header_value d.rec hop_length)" = 100 &&
+	gpumel $SMALL --fmax 7000 --high-freq 7000.0 in.rec >e.rec &&
+	test "$(header_value e.rec fmax)" = 7000
+'
+
+# --fmax and --high-freq are one option for every preset: a value above 0
+# in Hz, else that far below the Nyquist frequency (Kaldi's reading).
+test_expect_success '--fmax and --high-freq: one option, for every preset' '
+	gpumel $SMALL --high-freq 7000 in.rec >h.rec &&
+	gpumel $SMALL --fmax 7000 in.rec >f.rec &&
+	gpumel $SMALL --fmax -1000 in.rec >n.rec &&
+	test "$(header_value h.rec fmax)" = 7000 &&
+	test "$(header_value n.rec fmax)" = 7000 &&
+	for x in h f n; do
+		"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump $x.rec \
+			>$x.dump || return 1
+	done &&
+	test_cmp f.dump h.dump &&
+	test_cmp f.dump n.dump &&
+	gpumel -q --device cpu --preset kaldi --fmax 4000 in.rec >kf.rec &&
+	gpumel -q --device cpu --preset kaldi --high-freq 4000 in.rec >kh.rec &&
+	test "$(header_value kf.rec fmax)" = 4000 &&
+	for x in kf kh; do
+		"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump $x.rec \
+			>$x.dump || return 1
+	done &&
+	test_cmp kf.dump kh.dump &&
+	gpumel -q --device cpu --preset kaldi in.rec >k0.rec &&
+	"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump k0.rec >k0.dump &&
+	! test_cmp k0.dump kf.dump >/dev/null &&
+	gpumel --help >help &&
+	tr "\n" " " <help >help.line &&
+	test_grep "--high-freq, its other name" help.line &&
+	test_grep "^      --high-freq=HZ     highest frequency (--fmax)" help
 '
 
 test_expect_success '--preset kaldi: a frame given in ms and in samples must agree' '
@@ -128,7 +163,9 @@ test_expect_success '--help: two names of one option take one value' '
 	gpumel --help >help.out &&
 	test_grep "^option given twice takes its last value; two names of one option given$" \
 		help.out &&
-	test_grep "^name --num-mel-bins, --mfcc and --num-ceps, --fmin and --low-freq, --hop$" \
+	test_grep "^name --num-mel-bins, --mfcc and --num-ceps, --fmin and --low-freq, --fmax$" \
+		help.out &&
+	test_grep "^and --high-freq, --hop and --hop-length, --preemphasis and$" \
 		help.out &&
 	test_grep "given in samples as well, the two must give the" help.out
 '
@@ -272,11 +309,22 @@ test_expect_success '-v reports records, bytes, times and the backend' '
 	test_grep "cpu: fftw3f" err &&
 	test_grep "read 6 records" err &&
 	test_grep "waiting for input" err &&
-	test_grep "^gpumel: done 6, skipped 0" err
+	test_grep "^gpumel: done 6 clips, skipped 0 (0 here, 0 from upstream)$" err
+'
+
+test_expect_success 'the closing line counts windows after segment' '
+	segment --len 400 --hop 400 in.rec 2>s.err >win.rec &&
+	n=$(sed -n "s/^segment: done: .* into \([0-9]*\) windows .*/\1/p" s.err) &&
+	test "$n" -gt 6 &&
+	gpumel $SMALL win.rec >/dev/null 2>err &&
+	test_grep "^gpumel: done $n windows, skipped 0 (0 here, 0 from upstream)$" err &&
+	segment --len 5000 --last pad in.rec 2>/dev/null >one.rec &&
+	gpumel $SMALL one.rec >/dev/null 2>err &&
+	test_grep "^gpumel: done 6 windows, skipped 0" err
 '
 
 test_expect_success 'the later of -q and -v wins' '
-	test_q_v_later_wins "^gpumel: done 6, skipped 0" gpumel $SMALL in.rec
+	test_q_v_later_wins "^gpumel: done 6 clips, skipped 0" gpumel $SMALL in.rec
 '
 
 test_expect_success 'a missing option argument is one usage error' '
@@ -299,7 +347,7 @@ test_expect_success 'an empty stream gives an empty features stream' '
 	gpumel $SMALL empty.rec >empty.out 2>err &&
 	"$PYTHON" "$TEST_DIRECTORY/py/gpumel_rec.py" dump empty.out >d &&
 	test ! -s d &&
-	test_grep "done 0, skipped 0" err
+	test_grep "done 0 clips, skipped 0" err
 '
 
 test_done

@@ -55,7 +55,7 @@ test_expect_success 'the summary counts them' '
 	n_short=$(grep -c "too short\|no samples" err) &&
 	n_here=$((n_short + 3)) &&
 	done=$((40 - 3 - n_here)) skipped=$((3 + n_here)) &&
-	test_grep "done $done, skipped $skipped ($n_here here, 3 from" err
+	test_grep "done $done clips, skipped $skipped ($n_here here, 3 from" err
 '
 
 test_expect_success 'the checker is not fooled by a wrong header' '

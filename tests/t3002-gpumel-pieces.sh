@@ -169,7 +169,7 @@ test_expect_success 'items cut short upstream or by a NaN' '
 		test_grep "clip002.wav.: sample 1234 is not a finite number" \
 			err &&
 		test_grep "(1234 samples kept), skipped" err &&
-		test_grep "done 2, skipped 4 (2 here, 2 from upstream)" err ||
+		test_grep "done 2 clips, skipped 4 (2 here, 2 from upstream)" err ||
 		return 1
 	done
 '

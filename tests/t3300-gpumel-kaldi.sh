@@ -251,7 +251,6 @@ test_expect_success 'options of the other feature are usage errors' '
 	test_usage_error gpumel --preset kaldi --top-db 80 s16.rec &&
 	test_grep "top-db does not apply to --preset kaldi" usage.err &&
 	test_usage_error gpumel --preset kaldi --center s16.rec &&
-	test_usage_error gpumel --preset kaldi --fmax 4000 s16.rec &&
 	test_usage_error gpumel --preset kaldi --snip-edges=maybe s16.rec &&
 	test_grep "expected true or false" usage.err &&
 	test_usage_error gpumel --preset kaldi --window hanning2 s16.rec
@@ -279,6 +278,23 @@ a = h5py.File(sys.argv[1], \"r\").attrs
 assert a[\"feature\"] == \"fbank\", a[\"feature\"]
 n = a[\"n_features\"]
 assert n == 24 and n.dtype == np.dtype(\"<i8\"), (n, n.dtype)" e1.h5
+'
+
+# Kaldi's coefficient is a float; the header says what was given (0.97),
+# not that float widened to double (0.97000002861022949), and h5pack's
+# attribute is the same number.
+test_expect_success 'the preemphasis as given: header and attribute' '
+	recdump -n 1 e1.out >e1.head &&
+	test_grep "^header preemphasis=0\.97$" e1.head &&
+	gpumel -q --preset kaldi --preemphasis 0.1 s16.rec >p1.out &&
+	recdump -n 1 p1.out >p1.head &&
+	test_grep "^header preemphasis=0\.1$" p1.head &&
+	h5pack -q -o p1.h5 <p1.out &&
+	$PYTHON -c "
+import sys, h5py
+assert h5py.File(sys.argv[1], \"r\").attrs[\"preemphasis\"] == 0.97
+assert h5py.File(sys.argv[2], \"r\").attrs[\"preemphasis\"] == 0.1
+" e1.h5 p1.h5
 '
 
 test_expect_success '--help documents the preset and its options' '

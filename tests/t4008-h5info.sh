@@ -1,12 +1,13 @@
 #!/bin/sh
-# scripts/h5info.py's summary of a dataset: the ragged layout counted in
-# rows and frames (samples for audio) with the shortest and longest row,
-# the clips' own sample rates and channels (/clips/source_rate and
-# source_channels), a reader that goes away (| head) ending it without a
-# traceback, and files it cannot show named in one line, with no
-# traceback.
+# scripts/h5info.py's summary of a dataset: the feature it holds (mel,
+# fbank, mfcc or audio) and which shard of a job a shard file is; the
+# ragged layout counted in rows and frames (samples for audio) with the
+# shortest and longest row, the clips' own sample rates and channels
+# (/clips/source_rate and source_channels), a reader that goes away
+# (| head) ending it without a traceback, and files it cannot show named
+# in one line, with no traceback.
 
-test_description='h5info.py: ragged counts, source rates, a closed pipe, refusals'
+test_description='h5info.py: feature, shard, ragged counts, source rates, a closed pipe, refusals'
 . "$(dirname "$0")/test-lib.sh"
 
 MK="$PYTHON $TEST_DIRECTORY/py/h5pack_mkrec.py"
@@ -78,6 +79,40 @@ with h5py.File(\"old.h5\", \"a\") as f:
 	$H5INFO old.h5 >out &&
 	test_grep "^  source rates: not recorded" out &&
 	! grep -q Traceback out
+'
+
+# The feature and the shard, from what made the file: the stages' own
+# options, the shard asked of wavcat and its clips there.
+test_expect_success 'the feature, and which shard a shard file is' '
+	MKD="$PYTHON $TEST_DIRECTORY/py/wavcat_mkdata.py" &&
+	mkdir -p F/a F/b &&
+	for k in 1 2 3 4 5; do
+		$MKD tone F/a/x$k.wav --frames 3000 --seed $k &&
+		$MKD tone F/b/y$k.wav --frames 3000 --seed 1$k || return 1
+	done &&
+	wavcat -q F | gpumel -q --device cpu --n-mels 40 | h5pack -q -o mel.h5 &&
+	wavcat -q F | gpumel -q --device cpu --preset kaldi |
+		h5pack -q -o fbank.h5 &&
+	wavcat -q --shard 2/3 F |
+		gpumel -q --device cpu --preset kaldi --mfcc 13 |
+		h5pack -q -o mfcc-2.h5 &&
+	wavcat -q F | h5pack -q -o audio.h5 &&
+	for x in mel fbank mfcc-2 audio; do
+		$H5INFO $x.h5 >$x.out || return 1
+	done &&
+	test_grep "^  feature: mel, 40 rows a frame$" mel.out &&
+	test_grep "^  feature: fbank, 23 rows a frame$" fbank.out &&
+	test_grep "^  feature: mfcc of fbank bands, 13 rows a frame$" mfcc-2.out &&
+	test_grep "^  feature: none: audio samples$" audio.out &&
+	job=$(wavcat -q F | recdump -n 1 - | sed -n "s/^header job=//p") &&
+	test -n "$job" &&
+	test_grep "^  shard: 2/3 (the job.s clips 2, 5, 8, ... of 10), job $job$" \
+		mfcc-2.out &&
+	! grep -q "^  shard:" mel.out &&
+	# the two lines come right after the file name
+	sed -n 2,3p mfcc-2.out >top &&
+	test_grep "^  feature: " top &&
+	test_grep "^  shard: " top
 '
 
 test_expect_success 'a reader that goes away: no traceback, no message' '

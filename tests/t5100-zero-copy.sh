@@ -24,7 +24,7 @@ SPLICED='output: .* MB handed to the pipe without a copy (vmsplice)'
 COPIED='output: copied (write)'
 # why not: the reader found, MELPIPE_ZERO_COPY, the system
 NOT="$COPIED, not vmsplice"
-FILE_OUT="$COPIED; vmsplice only into a pipe read by melpipe programs of this build"
+FILE_OUT="$NOT: standard output is a file, not a pipe"
 
 test_expect_success 'set up 20 MB of clips, a splicing relay, a slow drain' '
 	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" DATA --labels 3 \
@@ -130,6 +130,19 @@ test_expect_success 'a slow melpipe reader gets what a copy would give' '
 '
 
 # timeout turns a hang into a failure (it signals its whole process group).
+test_expect_success '-v says an output that is no pipe is a file or a device' '
+	$W -o clips-o.rec 2>wo.err &&
+	test_grep "wavcat: $NOT: .clips-o.rec. is a file, not a pipe$" wo.err &&
+	$S <clips.rec -o segs-o.rec 2>so.err &&
+	test_grep "segment: $NOT: .segs-o.rec. is a file, not a pipe$" so.err &&
+	$G <segs.rec >/dev/null 2>gd.err &&
+	test_grep "gpumel: $NOT: standard output is a device, not a pipe$" gd.err &&
+	$W --shard 0/1 -o shard.rec 2>/dev/null &&
+	recmerge -v shard.rec >merged.rec 2>rm.err &&
+	test_grep "recmerge: $FILE_OUT$" rm.err &&
+	! grep "vmsplice only into a pipe" wo.err so.err gd.err rm.err
+'
+
 test_expect_success 'a melpipe reader that stops early ends the stages, no hang' '
 	timeout 300 sh -c "$W 2>we.err | $S 2>se.err | recdump -n 1 >first.txt" &&
 	test_grep "segment: .*Broken pipe" se.err &&

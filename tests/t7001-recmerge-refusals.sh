@@ -131,7 +131,7 @@ test_expect_success 'a shard cut short (no trailer): no trailer out, exit 1' '
 		s0.rec cut.rec &&
 	rec-gen -n 2000 -l 1000 >big.rec &&
 	rec-copy --shard 0/2 --job $JOB <big.rec >big0.rec &&
-	rec-copy --shard 1/2 --job $JOB -n 900 --no-trailer <big.rec \
+	rec-copy --shard 1/2 --job $JOB -n 450 --no-trailer <big.rec \
 		>big1.rec &&
 	cut_off "big1.rec: record 451 at byte [0-9]*: input ended before the trailer" \
 		big1.rec big0.rec &&

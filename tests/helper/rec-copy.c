@@ -60,7 +60,10 @@ static void usage(FILE *f)
 "      --job HEX          with --shard: the header's job (40 lowercase hex\n"
 "                         digits); needed when the input has none\n"
 "      --max-record SIZE  reader payload cap (default 256M)\n"
-"  -n, --limit N          copy the first N data records only\n"
+"  -n, --limit N          copy the first N data records only (audio,\n"
+"                         windows, features, skipped; after --shard's\n"
+"                         choice): the source records before them are\n"
+"                         copied, not counted\n"
 "      --no-trailer       end without a trailer, as a failed stage does\n"
 "  -p, --pieces N         cut audio items of more than N sample frames and\n"
 "                         features items of more than N frames into\n"
@@ -302,6 +305,7 @@ int main(int argc, char **argv)
 	rec_header *out_h = NULL;
 	rec_item it;
 	struct cutter cut = { .o = &o };
+	uint64_t n_data = 0; /* data records copied, for --limit */
 	int err, status = EXIT_FAIL;
 
 	prog_init("rec-copy");
@@ -326,7 +330,7 @@ int main(int argc, char **argv)
 		prog_err("%s", rec_writer_detail(w));
 		goto out;
 	}
-	while (o.limit == 0 || rec_reader_count(r) < o.limit - 1) {
+	while (o.limit == 0 || n_data < o.limit - 1) {
 		err = rec_read(r, &it);
 		if (err)
 			break;
@@ -348,6 +352,7 @@ int main(int argc, char **argv)
 				 rec_writer_detail(w));
 			goto out;
 		}
+		n_data += it.type != REC_T_SOURCE;
 	}
 	if (err < 0) {
 		prog_err("%s", rec_reader_detail(r));

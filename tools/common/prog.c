@@ -342,24 +342,49 @@ static int is_special(const char *path)
 	       !S_ISDIR(st.st_mode);
 }
 
+/* The output prog_open_output() opened, for prog_report_spliced(): its
+ * name as messages give it, and what it is when not a pipe ("a file"),
+ * NULL for a pipe or before it is opened. */
+static char out_name[512];
+static const char *out_kind;
+
+static void note_output(int fd, const char *path)
+{
+	struct stat st;
+
+	if (path)
+		snprintf(out_name, sizeof(out_name), "'%s'", path);
+	else
+		snprintf(out_name, sizeof(out_name), "standard output");
+	out_kind = NULL;
+	if (fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode))
+		return;
+	out_kind = S_ISREG(st.st_mode) ? "a file"
+		   : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+}
+
 int prog_open_output(const char *path)
 {
 	int fd;
 
 	if (!path) {
 		prog_refuse_tty(STDOUT_FILENO);
+		note_output(STDOUT_FILENO, NULL);
 		return STDOUT_FILENO;
 	}
 	if (!is_special(path)) {
 		if (outfile_open(path, 0) < 0)
 			return -1;
+		note_output(outfile_fd(), path);
 		return outfile_fd();
 	}
 	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		prog_err("unable to open '%s': %s", path, strerror(errno));
-	else
-		prog_refuse_tty(fd);
+		return -1;
+	}
+	prog_refuse_tty(fd);
+	note_output(fd, path);
 	return fd;
 }
 
@@ -473,6 +498,9 @@ void prog_report_spliced(const rec_writer *w)
 		prog_info("output: %.1f of %.1f MB handed to the pipe without "
 			  "a copy (vmsplice)", (double)spliced / 1e6,
 			  (double)rec_writer_bytes(w) / 1e6);
+	else if (out_kind)
+		prog_info("output: copied (write), not vmsplice: %s is %s, "
+			  "not a pipe", out_name, out_kind);
 	else if (why[0] || !prog_zero_copy())
 		prog_info("output: copied (write), not vmsplice: %s",
 			  why[0] ? why : "MELPIPE_ZERO_COPY=0");

@@ -136,7 +136,10 @@ size_t prog_cpus(void);
 int prog_zero_copy(void);
 
 /* With -v: one line saying how much of w's output went to the pipe
- * without a copy (vmsplice), or that it was copied and why. */
+ * without a copy (vmsplice), or that it was copied and why: the output
+ * prog_open_output() opened is a file, a device or a socket, not a pipe
+ * ("output: copied (write), not vmsplice: 'out.rec' is a file, not a
+ * pipe"), the pipe's reader, the system or MELPIPE_ZERO_COPY refused. */
 void prog_report_spliced(const struct rec_writer *w);
 
 /* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for: 1

@@ -86,6 +86,17 @@ static void warn_empty_filters(const mel_fb *fb, const mel_params *p)
 			  fb->n_mels, p->n_fft);
 }
 
+/* What an item of the input is, for the closing line: a window where
+ * segment cut the clips (its header's segment_len), else a clip. */
+static const char *item_name(const struct loop *lp, uint64_t n)
+{
+	int windows = rec_header_get(rec_reader_header(lp->rd),
+				     "segment_len") != NULL;
+
+	return windows ? prog_plural(n, "window", "windows")
+		       : prog_plural(n, "clip", "clips");
+}
+
 static void report(const struct loop *lp, double t_total)
 {
 	const struct stats *st = &lp->st;
@@ -113,9 +124,10 @@ static void report(const struct loop *lp, double t_total)
 		prog_report_shm_in(lp->rd);
 		prog_report_shm_out(lp->wr);
 	}
-	prog_warn("done %" PRIu64 ", skipped %" PRIu64 " (%" PRIu64
+	prog_warn("done %" PRIu64 " %s, skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,
-		  st->skipped_out, st->skipped_here, st->skipped_in);
+		  item_name(lp, st->features), st->skipped_out,
+		  st->skipped_here, st->skipped_in);
 }
 
 /* Everything that the run holds, for one cleanup path. */

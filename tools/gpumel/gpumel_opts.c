@@ -55,8 +55,8 @@ static const char kaldi_help[] =
 "                         rectangular are accepted too)\n"
 "      --num-mel-bins=N   mel bands (--n-mels); default 23\n"
 "      --low-freq=HZ      lowest frequency (--fmin); default 20\n"
-"      --high-freq=HZ     highest frequency; 0 (the default) Nyquist, less\n"
-"                         than 0: that far below Nyquist\n"
+"      --high-freq=HZ     highest frequency (--fmax); 0 (the default)\n"
+"                         Nyquist, less than 0: that far below Nyquist\n"
 "      --use-energy[=BOOL]  the frame's log energy as the first row;\n"
 "                         default off (Kaldi's MFCC: on)\n"
 "      --raw-energy[=BOOL], --no-raw-energy\n"
@@ -71,9 +71,10 @@ static const char kaldi_help[] =
 "      --cepstral-lifter=Q  coefficient c times 1 + Q/2 sin(pi c / Q);\n"
 "                         default 22, 0: none\n"
 "  --dtype applies as above; --center, --pad-mode, --mel-scale, --norm,\n"
-"  --power, --log, --amin, --top-db and --fmax do not, nor the Kaldi options\n"
-"  to the mel presets (but --num-mel-bins and --num-ceps, other names of\n"
-"  --n-mels and --mfcc, which apply to every preset).\n"
+"  --power, --log, --amin and --top-db do not, nor the Kaldi options to the\n"
+"  mel presets (but --num-mel-bins, --num-ceps, --low-freq and --high-freq,\n"
+"  other names of --n-mels, --mfcc, --fmin and --fmax, which apply to every\n"
+"  preset).\n"
 "  Example: wavcat --rate 16000 DATA/ | gpumel --preset kaldi \\\n"
 "      --num-mel-bins 80 | h5pack -o fbank.h5\n"
 "  MFCCs: gpumel --preset kaldi --mfcc 13 (or --num-ceps 13).\n";
@@ -106,8 +107,9 @@ static void usage(FILE *f)
 "Options given explicitly win over the preset, wherever they stand. An\n"
 "option given twice takes its last value; two names of one option given\n"
 "different values are a usage error (the pairs: --n-mels and its other\n"
-"name --num-mel-bins, --mfcc and --num-ceps, --fmin and --low-freq, --hop\n"
-"and --hop-length, --preemphasis and --preemphasis-coefficient).\n"
+"name --num-mel-bins, --mfcc and --num-ceps, --fmin and --low-freq, --fmax\n"
+"and --high-freq, --hop and --hop-length, --preemphasis and\n"
+"--preemphasis-coefficient).\n"
 "\n"
 "Transform (defaults that differ are given as: no preset, --preset librosa,\n"
 "--preset torchaudio):\n"
@@ -124,8 +126,10 @@ static void usage(FILE *f)
 "                         constant, constant, reflect\n"
 "      --n-mels=N         mel bands; default 128\n"
 "      --fmin=HZ          lowest frequency; default 0\n"
-"      --fmax=HZ          highest frequency, at most sample_rate/2:\n"
-"                         sr/2, sr/2, floor(sr/2)\n"
+"      --fmax=HZ          highest frequency, at most sample_rate/2; 0 or\n"
+"                         less: that far below sample_rate/2 (Kaldi's\n"
+"                         --high-freq, its other name): sr/2, sr/2,\n"
+"                         floor(sr/2)\n"
 "      --mel-scale=NAME   slaney or htk: slaney, slaney, htk\n"
 "      --norm=NAME        slaney (divide each filter by its width) or none:\n"
 "                         slaney, slaney, none\n"
@@ -219,8 +223,7 @@ enum longopt {
 	OPT_N_MELS, OPT_NO_CENTER, OPT_NORM, OPT_PAD_MODE, OPT_POWER,
 	OPT_PRESET, OPT_TOP_DB, OPT_WIN_LENGTH, OPT_WINDOW, OPT_MFCC,
 	/* Kaldi's (fbank) */
-	OPT_DITHER, OPT_ENERGY_FLOOR, OPT_FRAME_MS, OPT_HIGH_FREQ,
-	OPT_NO_DC, OPT_NO_POW2, OPT_NO_RAW_ENERGY, OPT_NO_SNIP,
+	OPT_DITHER, OPT_ENERGY_FLOOR, OPT_FRAME_MS, OPT_NO_DC, OPT_NO_POW2, OPT_NO_RAW_ENERGY, OPT_NO_SNIP,
 	OPT_NO_ENERGY, OPT_PREEMPH, OPT_RAW_ENERGY, OPT_DC, OPT_POW2,
 	OPT_SEED, OPT_SHIFT_MS, OPT_SNIP, OPT_ENERGY, OPT_LIFTER
 };
@@ -239,7 +242,7 @@ static const struct option longopts[] = {
 	{ "frame-length-ms", required_argument, NULL, OPT_FRAME_MS },
 	{ "frame-shift-ms", required_argument, NULL, OPT_SHIFT_MS },
 	{ "help", no_argument, NULL, 'h' },
-	{ "high-freq", required_argument, NULL, OPT_HIGH_FREQ },
+	{ "high-freq", required_argument, NULL, OPT_FMAX },
 	{ "hop", required_argument, NULL, OPT_HOP },
 	{ "hop-length", required_argument, NULL, OPT_HOP },
 	{ "jobs", required_argument, NULL, 'j' },
@@ -349,8 +352,10 @@ static int parse_scale(struct options *o, int c, const char *arg)
 		o->given[MEL_F_FMIN] = 1;
 		break;
 	case OPT_FMAX:
-		p->fmax = prog_arg_double("--fmax", arg, 0.0, 1e7);
+		/* fmax from the sample rate (high_freq_hz()) */
+		o->high_freq = prog_arg_double("--fmax", arg, -1e7, 1e7);
 		o->given[MEL_F_FMAX] = 1;
+		o->given_high_freq = 1;
 		break;
 	case OPT_MEL_SCALE:
 		p->mel_scale = pick("--mel-scale", arg, scale_names + 1) + 1;
@@ -453,10 +458,6 @@ static int parse_kaldi(struct options *o, int c, const char *arg)
 		o->shift_ms = prog_arg_double("--frame-shift-ms", arg, 1e-3,
 					      1e6);
 		break;
-	case OPT_HIGH_FREQ:
-		o->high_freq = prog_arg_double("--high-freq", arg, -1e7, 1e7);
-		o->given_high_freq = 1;
-		break;
 	case OPT_DITHER:
 		k->dither = prog_arg_double("--dither", arg, 0.0, 1e6);
 		o->given[MEL_F_DITHER] = 1;
@@ -520,6 +521,7 @@ static double named_value(const struct options *o, int c)
 	case OPT_MFCC: return o->p.n_mfcc;
 	case OPT_HOP: return o->p.hop_length;
 	case OPT_FMIN: return o->p.fmin;
+	case OPT_FMAX: return o->high_freq;
 	case OPT_PREEMPH: return o->p.k.preemphasis;
 	}
 	return NAN;
@@ -561,7 +563,7 @@ static void note_feature_opt(struct options *o, int c, const char *name)
 	switch (c) {
 	case OPT_CENTER: case OPT_NO_CENTER: case OPT_PAD_MODE:
 	case OPT_MEL_SCALE: case OPT_NORM: case OPT_POWER: case OPT_LOG:
-	case OPT_AMIN: case OPT_TOP_DB: case OPT_FMAX:
+	case OPT_AMIN: case OPT_TOP_DB:
 		if (!o->mel_only)
 			o->mel_only = name;
 		break;
@@ -635,9 +637,10 @@ static void check_usage(const struct options *o, const mel_params *p)
 	if (o->given[MEL_F_LIFTER] && !p->n_mfcc)
 		prog_usage_error("--cepstral-lifter applies to MFCCs (--mfcc) "
 				 "only");
-	if (o->given[MEL_F_FMIN] && o->given[MEL_F_FMAX] && p->fmin >= p->fmax)
+	if (o->given[MEL_F_FMIN] && o->given[MEL_F_FMAX] &&
+	    o->high_freq > 0.0 && p->fmin >= o->high_freq)
 		prog_usage_error("--fmin %g is not below --fmax %g", p->fmin,
-				 p->fmax);
+				 o->high_freq);
 }
 
 void gpumel_resolve(const struct options *o, mel_params *p)
@@ -683,6 +686,13 @@ static uint32_t next_pow2(uint32_t n)
 	return v;
 }
 
+/* The highest frequency --fmax or --high-freq gives (their value, or
+ * Kaldi's reading of one not above 0: that far below Nyquist). */
+static double high_freq_hz(const struct options *o, double nyquist)
+{
+	return o->high_freq > 0.0 ? o->high_freq : nyquist + o->high_freq;
+}
+
 /* fbank's frame and FFT sizes and band edges for the sample rate sr;
  * -1 after a message. */
 static int resolve_kaldi(const struct options *o, mel_params *p, double sr)
@@ -716,8 +726,8 @@ static int resolve_kaldi(const struct options *o, mel_params *p, double sr)
 			 p->hop_length, p->win_length);
 		return -1;
 	}
-	/* Kaldi's high_freq: 0 the Nyquist frequency, < 0 below it */
-	p->fmax = o->high_freq > 0.0 ? o->high_freq : nyquist + o->high_freq;
+	/* Kaldi's high_freq: 0 (not given too) the Nyquist frequency */
+	p->fmax = high_freq_hz(o, nyquist);
 	if (p->fmin >= nyquist || p->fmax <= 0.0 || p->fmax > nyquist ||
 	    p->fmax <= p->fmin) {
 		prog_err("--low-freq %g and --high-freq %g do not suit the "
@@ -735,8 +745,8 @@ int gpumel_resolve_rate(const struct options *o, mel_params *p, double sr)
 	p->sample_rate = sr;
 	if (p->feature == MEL_FEAT_FBANK)
 		return resolve_kaldi(o, p, sr);
-	if (!o->given[MEL_F_FMAX])
-		p->fmax = mel_preset_fmax(o->preset, sr);
+	p->fmax = o->given[MEL_F_FMAX] ? high_freq_hz(o, nyquist)
+				       : mel_preset_fmax(o->preset, sr);
 	if (p->fmax > nyquist) {
 		prog_err("--fmax %g is above the stream's Nyquist frequency "
 			 "%g Hz (sample_rate %g)", p->fmax, nyquist, sr);
@@ -767,6 +777,21 @@ static int header_feature(rec_header *h, const mel_params *p,
 	return e;
 }
 
+/* A parameter held in a float, as the shortest decimal that reads back
+ * as that float: the value given (0.97), not the float widened to double
+ * (0.97000002861022949), which no one typed. Nine digits always do. */
+static int header_set_float(rec_header *h, const char *key, float v)
+{
+	char buf[32];
+
+	for (int digits = 1; digits <= 9; digits++) {
+		snprintf(buf, sizeof(buf), "%.*g", digits, (double)v);
+		if (strtof(buf, NULL) == v)
+			break;
+	}
+	return rec_header_set(h, key, buf);
+}
+
 /* fbank's parameters, as Kaldi names its options. */
 static int header_kaldi(rec_header *h, const mel_params *p)
 {
@@ -788,7 +813,7 @@ static int header_kaldi(rec_header *h, const mel_params *p)
 	e |= rec_header_set_double(h, "amin", p->amin);
 	e |= rec_header_set_double(h, "dither", p->k.dither);
 	e |= rec_header_set_u64(h, "seed", p->k.seed);
-	e |= rec_header_set_double(h, "preemphasis", p->k.preemphasis);
+	e |= header_set_float(h, "preemphasis", p->k.preemphasis);
 	e |= rec_header_set(h, "remove_dc_offset", p->k.remove_dc ? "1" : "0");
 	e |= rec_header_set(h, "use_energy", p->k.use_energy ? "1" : "0");
 	e |= rec_header_set(h, "raw_energy", p->k.raw_energy ? "1" : "0");

@@ -260,8 +260,11 @@ static int check_length(SNDFILE *sf, const SF_INFO *info, int64_t frames,
 	return 0;
 }
 
-/* Decodes the open file sf into out, handing pieces to emit. */
-static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
+/* Decodes the open file sf into out, handing pieces to emit. Returns 1
+ * when the file ended otherwise than its header said (cut short, a read
+ * or decoding error at its end, or longer): what was decoded before is
+ * good audio, kept whatever its length; else 0. */
+static int decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 		      const struct vio *v, const struct wav_short *ws,
 		      struct decoded *out, decode_emit_fn emit, void *ctx)
 {
@@ -278,6 +281,7 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 				     : info->frames;
 	uint64_t want, full;
 	int64_t total;
+	int ended = 0;
 
 	if (rs && !cfg->resample) {
 		char q[128];
@@ -287,7 +291,7 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			   (unsigned long)in, (unsigned long)cfg->rate,
 			   quote_name_buf(q, sizeof(q), cfg->rate_from));
 		out->status = DEC_FATAL;
-		return;
+		return 0;
 	}
 	s.esize = rec_dtype_size(cfg->dtype);
 	want = rs ? scale_len((uint64_t)frames, cfg->rate, in)
@@ -306,9 +310,12 @@ static void decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	    (rs && get_soxr(d, in, out)))
 		goto out;
 	total = read_all(d, sf, info, rs, &s);
-	if (total < 0 || s.stop ||
-	    check_length(sf, info, frames, v, ws, total, out))
+	if (total < 0 || s.stop)
 		goto out;
+	if (check_length(sf, info, frames, v, ws, total, out)) {
+		ended = 1;
+		goto out;
+	}
 	/* Padded, or else the length soxr's output already has: this only
 	 * guards it. */
 	full = rs ? scale_len((uint64_t)total, cfg->rate, in) : (uint64_t)total;
@@ -325,11 +332,15 @@ out:
 		set_reason(out, "abandoned");
 		out->status = DEC_FATAL;
 	}
+	return ended;
 }
 
-/* What the clip is at its end: whole, cut short after pieces (the
- * reason then says so), or nothing. */
-static void end_clip(const struct decoder *d, struct decoded *out)
+/* What the clip is at its end: whole, cut short (the reason then says
+ * so), or nothing. A clip is cut short when its decoding fails after
+ * pieces were handed on, or, ended (the file ended otherwise than its
+ * header said), after any sample: the same clip for any piece size. */
+static void end_clip(const struct decoder *d, int ended,
+		     struct decoded *out)
 {
 	char why[sizeof(out->reason)];
 	uint64_t kept = out->offset + out->n;
@@ -338,7 +349,8 @@ static void end_clip(const struct decoder *d, struct decoded *out)
 		out->clip_samples = kept;
 		return;
 	}
-	if (out->status == DEC_FATAL || out->offset == 0) {
+	if (out->status == DEC_FATAL || kept == 0 ||
+	    (out->offset == 0 && !ended)) {
 		out->n = 0;
 		return;
 	}
@@ -357,7 +369,7 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	SNDFILE *sf;
 	struct stat st;
 	double t0 = prog_now();
-	int fd;
+	int fd, ended = 0;
 
 	out->status = DEC_OK;
 	out->n = 0;
@@ -382,14 +394,14 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	d->t_read += prog_now() - t0;
 	if (check_info(&info, out) == 0) {
 		describe_source(&info, out);
-		decode_sf(d, sf, &info, &v, &ws, out, emit, ctx);
+		ended = decode_sf(d, sf, &info, &v, &ws, out, emit, ctx);
 	}
 	t0 = prog_now();
 	sf_close(sf);
 close_fd:
 	close(fd);
 done:
-	end_clip(d, out);
+	end_clip(d, ended, out);
 	/* here, on one of many threads, rather than when the writing
 	 * thread seals the record */
 	out->crc = crc32c(0, out->data, (size_t)out->n *
@@ -459,7 +471,7 @@ int decode_probe_rate(const char *path, const struct decode_cfg *like,
 	snprintf(reason, size, "%s", out.reason);
 	/* a clip cut short is kept up to the failure, at its rate */
 	if (out.status != DEC_OK &&
-	    !(out.status == DEC_SKIP && out.offset > 0))
+	    !(out.status == DEC_SKIP && out.offset + out.n > 0))
 		return -1;
 	*rate = cfg.rate;
 	return 0;

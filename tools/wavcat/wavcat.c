@@ -52,6 +52,9 @@ struct run {
 /* Opens the output: -o FILE or standard output, never a terminal. */
 static int open_output(struct run *r)
 {
+	r->fd = prog_open_output(r->o.co.output);
+	if (r->fd < 0)
+		return -1;
 	if (r->o.co.output == NULL) {
 		/* The records go to a copy of descriptor 1, and 1 itself
 		 * becomes stderr: a codec library that prints to stdout
@@ -63,10 +66,8 @@ static int open_output(struct run *r)
 				 strerror(errno));
 			return -1;
 		}
-		return 0;
 	}
-	r->fd = prog_open_output(r->o.co.output);
-	return r->fd < 0 ? -1 : 0;
+	return 0;
 }
 
 /* Finds the inputs, their labels and splits. */
@@ -315,7 +316,6 @@ static int put_samples(struct run *r, uint64_t i, const struct clip *c,
 	it.data_len = (size_t)d->n * rec_dtype_size(r->cfg.dtype);
 	r->clipped += d->clipped;
 	r->n_samples += d->n;
-	r->n_pieces += flags != 0;
 	return put(r, &it, &d->crc);
 }
 
@@ -352,14 +352,16 @@ static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
 	}
 	if (i >= r->n_probed) /* else warned by choose_rate() */
 		prog_warn("'%s': %s", q, d->reason);
-	/* A clip cut short: what was decoded since its last piece goes
-	 * as one more; the skipped record then ends the item. */
-	if (d->offset > 0 && d->n > 0 &&
-	    put_samples(r, i, c, d, REC_ITEM_MORE | REC_ITEM_CONT))
+	/* A clip cut short: what was decoded since its last piece (or the
+	 * clip's samples, when none was handed on) goes as one more piece;
+	 * the skipped record then ends the item. */
+	if (d->n > 0 && put_samples(r, i, c, d, REC_ITEM_MORE |
+				    (d->offset > 0 ? REC_ITEM_CONT : 0)))
 		return -1;
-	r->n_cut += d->offset > 0;
+	r->n_pieces += d->offset > 0 && d->n > 0;
+	r->n_cut += kept > 0;
 	it.type = REC_T_SKIPPED;
-	it.offset = d->offset > 0 ? kept : 0;
+	it.offset = kept;
 	it.clip_samples = it.offset;
 	it.data = d->reason;
 	it.data_len = strlen(d->reason);
@@ -385,6 +387,7 @@ static int write_clip(struct run *r, uint64_t n)
 			break;
 		flags = REC_ITEM_MORE | (j->piece.offset ? REC_ITEM_CONT : 0);
 		r->n_pieced += j->piece.offset == 0;
+		r->n_pieces++;
 		err = j->piece.offset ? 0 : put_source(r, i, &j->clip,
 						       &j->piece);
 		if (!err)
@@ -402,6 +405,7 @@ static int write_clip(struct run *r, uint64_t n)
 		r->n_ok++;
 		r->n_trimmed += j->out.fitted < 0;
 		r->n_padded += j->out.fitted > 0;
+		r->n_pieces += j->out.offset > 0;
 		err = put_samples(r, i, &j->clip, &j->out,
 				  j->out.offset ? REC_ITEM_CONT : 0);
 	}
