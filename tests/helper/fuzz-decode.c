@@ -5,7 +5,8 @@
  * file from its folders, under every configuration in the table below
  * (each in s16 and f32), then checks the promises decode.c makes:
  *
- *   - a skip has n = 0 and a reason: non-empty, printable, one line;
+ *   - a skip has a reason: non-empty, printable, one line; it keeps no
+ *     sample unless it is a clip cut short (below);
  *   - the only fatal result is a rate mismatch without resampling, for
  *     a file whose rate really differs (no "out of memory": every buffer
  *     is bounded by the configuration, whatever a header claims);
@@ -16,9 +17,11 @@
  *     samples, one after the other, each with its CRC and the same
  *     clip_samples (the clip's length, or 0 until the end), then a last
  *     part of at least one sample; a clip whose decoding fails after
- *     some pieces is cut short, with a reason that says so; the pieces
- *     joined are the clip as one decoder without pieces gives it, and
- *     the two fail together;
+ *     some pieces, or whose file ends otherwise than its header says
+ *     after any sample, is cut short, with a reason that says so; the
+ *     pieces joined are the clip as one decoder without pieces gives it,
+ *     and the two fail together, keeping the same samples where the
+ *     file ends early;
  *   - f32 samples are finite and never counted as clipped; s16 samples
  *     are the f32 ones rounded (one step apart at most) and clipping is
  *     counted for every one out of range;
@@ -350,13 +353,14 @@ static void check_failed(const struct fcfg *c, int dtype,
 	      strncmp(r->out.reason, "sample rate ", 12) == 0))
 		fail(c, dtype, r, "fatal, and not a rate mismatch (file at "
 		     "%d Hz)", t->rate);
-	if (r->pieces == 0 && r->n != 0)
-		fail(c, dtype, r, "samples with a failure");
-	if (r->pieces > 0 &&
+	/* samples kept: a clip cut short, after pieces or where its file
+	 * ends early */
+	if ((r->pieces > 0 || r->n > 0) &&
 	    (r->out.status != DEC_SKIP ||
 	     strncmp(r->out.reason, "decoding failed after ", 22) != 0 ||
-	     r->out.offset == 0))
-		fail(c, dtype, r, "pieces, then a failure not cut short");
+	     (r->pieces > 0 && r->out.offset == 0)))
+		fail(c, dtype, r, "samples kept, then a failure not cut "
+		     "short");
 }
 
 /* The promises about one result on its own. */
@@ -467,7 +471,8 @@ static void check_same(const struct fcfg *c, int dtype,
 
 /* The clip in pieces p and decoded whole w are the same samples, or fail
  * together: p cut short where w is skipped whole, else for the same
- * reason. */
+ * reason; where w is cut short too (its file ends early), at the same
+ * samples. */
 static void check_whole(const struct fcfg *c, int dtype,
 			const struct joined *p, const struct joined *w)
 {
@@ -480,6 +485,12 @@ static void check_whole(const struct fcfg *c, int dtype,
 		if (p->pieces == 0 &&
 		    strcmp(p->out.reason, w->out.reason) != 0)
 			fail(c, dtype, p, "whole: '%s'", w->out.reason);
+		if (w->n > 0 && (p->n != w->n ||
+				 memcmp(p->data, w->data,
+					p->n * rec_dtype_size(dtype))))
+			fail(c, dtype, p, "cut short, not at the %llu "
+			     "samples kept whole",
+			     (unsigned long long)w->n);
 		return;
 	}
 	if (p->n != w->n || p->clipped != w->clipped ||
@@ -524,7 +535,7 @@ static void count(const struct joined *r)
 		n_skip++;
 	else
 		n_fatal++;
-	n_cut += r->pieces > 0 && r->out.status == DEC_SKIP;
+	n_cut += r->n > 0 && r->out.status == DEC_SKIP;
 	n_pieced += r->pieces > 0;
 }
 

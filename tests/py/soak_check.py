@@ -9,13 +9,15 @@ from `wavcat --rate HZ --split hash:V:T DIR | segment --len L --hop H
 
 - /clips holds every file once, in wavcat's order (keys sorted bytewise),
   with its label (its folder, in the sorted /labels), a split, and its
-  length after resampling (n * HZ / rate, halves up; 0 when unusable);
+  length after resampling (n * HZ / rate, halves up; for a truncated WAV
+  the frames it holds, n / 2; 0 when unusable);
 - /skipped holds exactly the broken files, each with a reason and its row
   of /clips;
-- every usable clip has exactly its windows, ceil-style as segment --last
-  pad cuts them (1 for a clip shorter than a window), all in the group of
-  its split, with segment indices 0, 1, ... and offsets segment * H and
-  the clip's label; broken files have none;
+- every usable clip, and every truncated one (kept up to where its data
+  ends: a clip cut short), has exactly its windows, ceil-style as segment
+  --last pad cuts them (1 for a clip shorter than a window), all in the
+  group of its split, with segment indices 0, 1, ... and offsets
+  segment * H and the clip's label; other broken files have none;
 - the features are finite, of one shape.
 
 Prints a summary line per part, or the first mismatch (exit 1). Works on
@@ -65,14 +67,17 @@ def expected(root, rate, length, hop):
     rows.sort(key=lambda r: r[0].encode())
     keys = [r[0].encode() for r in rows]
     ok = np.array([r[1] == "ok" for r in rows])
+    cut = np.array([r[1] == "truncated" for r in rows])
     src = np.array([r[2] for r in rows], dtype=np.int64)
     frames = np.array([r[4] for r in rows], dtype=np.int64)
-    n = np.where(ok, resampled(frames, src, rate), 0)
+    # a truncated WAV holds the first half of its bytes: frames // 2
+    held = np.where(cut, frames // 2, frames)
+    n = np.where(ok | cut, resampled(held, src, rate), 0)
     labels = sorted(soak_gen.LABELS)
     lab = np.array([labels.index(k.split("/", 1)[0]) for k, *_ in rows])
     return dict(keys=keys, ok=ok, n=n, labels=labels, label=lab,
                 kind=[r[1] for r in rows],
-                windows=np.where(ok, windows(n, length, hop), 0))
+                windows=np.where(ok | cut, windows(n, length, hop), 0))
 
 
 def check_clips(f, e, rate):

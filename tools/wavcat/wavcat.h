@@ -311,11 +311,12 @@ void decoder_free(struct decoder *d);
 /* Decodes the file at path into out: the status and, for a clip of at
  * most piece_samples samples, all of it; a longer one is handed to
  * emit(ctx, out) (NULL: dropped) a piece at a time, and out keeps what
- * follows the last piece, at least one sample. A clip whose decoding
- * fails after some pieces is cut short: status DEC_SKIP, out->offset
- * above 0, out->n the samples decoded since the last piece (maybe 0;
- * offset + n are kept), and a reason saying how many. A clip of one
- * piece that fails keeps no sample (n 0). */
+ * follows the last piece, at least one sample. A clip is cut short when
+ * its decoding fails after some pieces, or when its file ends otherwise
+ * than its header says (truncated) after any sample: status DEC_SKIP,
+ * out->n the samples decoded since the last piece (maybe 0; offset + n,
+ * above 0, are kept), and a reason saying how many. Any other clip that
+ * fails keeps no sample (offset and n 0). */
 void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 		 decode_emit_fn emit, void *ctx);
 /* Seconds spent opening and reading files / resampling / waiting for
@@ -327,8 +328,8 @@ void decoder_times(const struct decoder *d, double *t_read,
 uint64_t decode_seconds(double seconds, uint32_t rate);
 /* The sample rate of the file at path, when the file gives samples as a
  * clip decoded under like (its dtype, piece size and duration, or with
- * seconds nonzero, seconds at the file's rate), whole or cut short after
- * some pieces: 0, or -1 with why not in reason (size bytes). The file is
+ * seconds nonzero, seconds at the file's rate), whole or cut short: 0,
+ * or -1 with why not in reason (size bytes). The file is
  * decoded whole to know, without resampling, its pieces dropped as they
  * come. */
 int decode_probe_rate(const char *path, const struct decode_cfg *like,
