@@ -75,6 +75,20 @@ test_expect_success '-v --version says the build id; --version alone one line' '
 	done
 '
 
+test_expect_success '-v after --version counts too; -q after -v does not' '
+	for p in $PROGS; do
+		$p -v --version >vv.$p &&
+		$p --version -v >a.$p &&
+		test_cmp vv.$p a.$p &&
+		$p -V --verbose >a.$p &&
+		test_cmp vv.$p a.$p &&
+		$p -Vv >a.$p &&
+		test_cmp vv.$p a.$p &&
+		$p -V -v -q >a.$p &&
+		test $(wc -l <a.$p) = 1 || exit 1
+	done
+'
+
 test_expect_success 'set up 16 MB of clips' '
 	rec-gen -n 100 -l 40000 -d f32 >clips.rec
 '

@@ -28,7 +28,8 @@ struct prog_common {
  *   -q, --quiet    prog_verbosity = -1: errors only
  *   -v, --verbose  one more level; after -q, level 1 (the later wins)
  *   -h, --help     usage(stdout), exit(EXIT_OK)
- *   -V, --version  prog_version(), exit(EXIT_OK)
+ *   -V, --version  prog_version(), exit(EXIT_OK); a -q or -v after it
+ *                  counts as one before it
  *   -o, --output   co->output = arg
  *   -j, --jobs     co->jobs = arg, checked: 1..PROG_MAX_JOBS, else a
  *                  usage error (exit(EXIT_USAGE))

@@ -96,7 +96,7 @@ void prog_usage_hint(void)
 	exit(EXIT_USAGE);
 }
 
-/* With -v before it, a second line: the build id, which two programs
+/* With -v, a second line: the build id, which two programs
  * share when built from the same sources with the same flags (the zero
  * copy path is taken only between such programs: lib/buildid.h). Without,
  * the one line that help2man and scripts read. */

@@ -42,8 +42,9 @@ noreturn void prog_usage_error(const char *fmt, ...)
  * reported: getopt_long's own message on an unknown option or a missing
  * argument ('?'). */
 noreturn void prog_usage_hint(void);
-/* Prints "prog (melpipe) VERSION" to stdout; with -v (given before it)
- * a second line, "build id HEX" (lib/buildid.h). */
+/* Prints "prog (melpipe) VERSION" to stdout; with -v (anywhere on the
+ * command line: prog_common_opt() reads past -V for it) a second line,
+ * "build id HEX" (lib/buildid.h). */
 void prog_version(void);
 
 /* Refuses (usage error) to write binary records to a terminal on fd. */
