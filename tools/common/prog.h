@@ -143,11 +143,12 @@ int prog_zero_copy(void);
  * pipe"), the pipe's reader, the system or MELPIPE_ZERO_COPY refused. */
 void prog_report_spliced(const struct rec_writer *w);
 
-/* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for: 1
- * (payloads by reference in shared memory between stages of this build,
- * formats/record.md version 5), 0 when the environment variable
- * MELPIPE_SHM is 0, 2 when it is 2 (offered to any one process reading,
- * for stages run under valgrind). */
+/* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for, from
+ * the environment variable MELPIPE_SHM: 0 (unset, empty or 0: payloads
+ * in the pipes), 1 (payloads by reference in shared memory between
+ * stages of this build, formats/record.md version 5), 2 (offered to any
+ * one process reading, for stages run under valgrind); exits with a
+ * usage error for another value. */
 int prog_shm(void);
 
 /* The rec_writer_opts.shm_bytes a stage asks for: 0 (the default ring)

@@ -15,7 +15,14 @@ int prog_shm(void)
 {
 	const char *e = getenv("MELPIPE_SHM");
 
-	return e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "2") == 0 ? 2 : 1;
+	/* off by default: measured slower than the pipes on the 10-second
+	 * job (docs/BENCHMARKS.md) while gpumel checks and copies the
+	 * payloads on the CPU */
+	if (e == NULL || *e == '\0' || strcmp(e, "0") == 0)
+		return 0;
+	if (strcmp(e, "1") == 0 || strcmp(e, "2") == 0)
+		return *e - '0';
+	prog_usage_error("MELPIPE_SHM=%s: not 0, 1 or 2", e);
 }
 
 uint64_t prog_shm_bytes(void)
@@ -45,7 +52,8 @@ void prog_report_shm_out(const rec_writer *w)
 	if (rep.records == 0) {
 		prog_info("output: payloads in the stream, not in shared "
 			  "memory: %s", rep.why[0] ? rep.why : prog_shm()
-			  ? "no payload of 4 KiB or more" : "MELPIPE_SHM=0");
+			  ? "no payload of 4 KiB or more" : "off (MELPIPE_SHM=1 "
+			  "turns it on)");
 		return;
 	}
 	prog_human_bytes(b, sizeof(b), rep.bytes);
