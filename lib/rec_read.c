@@ -551,17 +551,25 @@ static int rd_parse_header(rec_reader *r, const unsigned char *meta,
 	return rd_pairs(r, meta, h->meta_len, r->hdr);
 }
 
+/* A record of exactly meta_len bytes of metadata and no payload (the
+ * trailer, a ring record): REC_OK, or the refusal naming it as what. */
+static int rd_fixed_size(rec_reader *r, const struct rhdr *h,
+			 const char *what, uint32_t meta_len)
+{
+	if (h->meta_len == meta_len && h->data_len == 0 && h->raw_len == 0)
+		return REC_OK;
+	return rd_fail(r, REC_E_FORMAT, "%s with %" PRIu32 " bytes of "
+		       "metadata and %" PRIu32 " of payload (must be %" PRIu32
+		       " and 0)", what, h->meta_len, h->raw_len, meta_len);
+}
+
 static int rd_check_trailer(rec_reader *r, const unsigned char *meta,
 			    const struct rhdr *h)
 {
 	rec_trailer *t = &r->trailer;
 
-	if (h->meta_len != TRAILER_META || h->data_len != 0 ||
-	    h->raw_len != 0)
-		return rd_fail(r, REC_E_FORMAT, "trailer with %" PRIu32
-			       " bytes of metadata and %" PRIu32 " of "
-			       "payload (must be %u and 0)", h->meta_len,
-			       h->raw_len, TRAILER_META);
+	if (rd_fixed_size(r, h, "trailer", TRAILER_META))
+		return r->state;
 	t->n_records = get64(meta);
 	t->n_items = get64(meta + 8);
 	t->n_skipped = get64(meta + 16);
@@ -689,12 +697,8 @@ static int rd_ring(rec_reader *r, const unsigned char *meta,
 	struct shm_offer o;
 	char why[256];
 
-	if (h->meta_len != SHM_RING_META || h->data_len != 0 ||
-	    h->raw_len != 0)
-		return rd_fail(r, REC_E_FORMAT, "ring record with %" PRIu32
-			       " bytes of metadata and %" PRIu32 " of "
-			       "payload (must be %u and 0)", h->meta_len,
-			       h->raw_len, SHM_RING_META);
+	if (rd_fixed_size(r, h, "ring record", SHM_RING_META))
+		return r->state;
 	if (get32(meta + 44) != 0)
 		return rd_fail(r, REC_E_FORMAT, "ring record reserved field "
 			       "is not 0");
