@@ -3,6 +3,7 @@ writer, joins and windows against its reader."""
 import contextlib
 import io
 import os
+import struct
 import subprocess
 import sys
 
@@ -197,6 +198,59 @@ def written(level=0):
         w.item(stream.T_SKIPPED, "decoding failed", clip=4, key="c",
                clip_samples=10, offset=10)
     return buf.getvalue(), pcm, feats
+
+
+def ring_record(ring=1, reserved=0, meta_len=48):
+    meta = struct.pack("<IIQII", 123, 4, 1 << 20, 64, ring) + bytes(16) + \
+        struct.pack("<II", 123, reserved)
+    return stream.record(stream.T_RING, meta[:meta_len])
+
+
+def test_version_5_ring_records_and_references():
+    """A ring record (version 5, in a pipe between stages) is checked and
+    passed over: not counted, outside the checksum; a reference into a
+    ring is refused, naming why (this reader reads files and attaches
+    none)."""
+    data, pcm, _ = written()
+    recs = list(stream.split_records(data))
+    plain = [(it.type, it.clip, bytes(it.data)) for it in stream.Reader(data)]
+    with_ring = recs[0] + ring_record() + b"".join(recs[1:])
+    got = [(it.type, it.clip, bytes(it.data))
+           for it in stream.Reader(with_ring)]
+    assert got == plain
+    # the first data record by reference: its CRC that of it inline
+    r1 = bytearray(recs[1])
+    shared = bytearray(r1[:24]) + r1[24:24 + struct.unpack_from(
+        "<I", r1, 8)[0]] + struct.pack("<IIQ", 1, 0, 0)
+    shared[5] |= stream.F_SHARED
+    shared[6] = 5
+    shared[12:16] = struct.pack("<I", 16)
+    # (the reference is to ring 1; the ring record offers ring 1, or 2)
+    for ring, why in ((1, "reference to ring 1, which this reader did not "
+                       "attach"), (2, "reference to ring 1, which no ring "
+                                  "record offered")):
+        s = recs[0] + ring_record(ring) + bytes(shared) + \
+            b"".join(recs[2:])
+        with pytest.raises(stream.StreamError) as e:
+            list(stream.Reader(s))
+        assert (e.value.code, e.value.reason) == ("FORMAT", why)
+    for bad, why in ((ring_record(0), "ring record with ring id 0"),
+                     (ring_record(reserved=1),
+                      "ring record reserved field is not 0"),
+                     (ring_record(meta_len=40), "ring record with 40 bytes "
+                      "of metadata and 0 of payload (must be 48 and 0)"),
+                     (ring_record() + ring_record(),
+                      "ring 1 offered twice")):
+        with pytest.raises(stream.StreamError) as e:
+            list(stream.Reader(recs[0] + bad + b"".join(recs[1:])))
+        assert (e.value.code, e.value.reason) == ("FORMAT", why)
+    old = bytearray(ring_record())
+    old[6] = 4
+    with pytest.raises(stream.StreamError) as e:
+        list(stream.Reader(recs[0] + stream.record(
+            stream.T_RING, bytes(old[24:]), version=4) + b"".join(recs[1:])))
+    assert e.value.reason == ("a ring record marked format version 4 "
+                              "(ring records are version 5)")
 
 
 @pytest.mark.parametrize("level", [0, 3])

@@ -22,7 +22,8 @@ from ._crc import crc32c
 from ._format import (DEFAULT_MAX_DATA, DTYPE_IDS, DTYPES, F_CONT, F_MORE,
                       F_ZSTD, HDR_SIZE, ITEM_META, MAGIC, MAX_META,
                       MAX_SEGMENT, PIECE, SPLITS, T_AUDIO, T_FEATURES,
-                      T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER, T_WINDOWS,
+                      T_HEADER, T_RING, T_SKIPPED, T_SOURCE, T_TRAILER,
+                      T_WINDOWS, F_SHARED,
                       TYPE_NAMES,
                       VERSION, WIN_PAD, type_version, zstd)
 from ._rules import Item
@@ -38,5 +39,6 @@ __all__ = ["Reader", "StreamError", "read_stream", "split_records",
            "MAX_META", "MAX_SEGMENT", "DEFAULT_MAX_DATA", "DTYPES",
            "DTYPE_IDS", "SPLITS", "TYPE_NAMES", "T_HEADER", "T_AUDIO",
            "T_FEATURES", "T_SKIPPED", "T_TRAILER", "T_WINDOWS", "T_SOURCE",
+           "T_RING", "F_SHARED",
            "F_ZSTD",
            "F_MORE", "F_CONT", "PIECE", "WIN_PAD"]

@@ -7,7 +7,7 @@ import ctypes
 import ctypes.util
 
 MAGIC = b"MELP"
-VERSION = 4          # the newest format version this module knows
+VERSION = 5          # the newest format version this module knows
 HDR_SIZE = 24
 ITEM_META = 48
 WINDOWS_META = 16    # a windows record's fields after its key
@@ -17,9 +17,17 @@ DEFAULT_MAX_DATA = 1 << 28
 MAX_SEGMENT = 0xFFFFFFFF
 
 (T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER, T_WINDOWS,
- T_SOURCE) = range(1, 8)
+ T_SOURCE, T_RING) = range(1, 9)
 TYPE_NAMES = {1: "header", 2: "audio", 3: "features", 4: "skipped",
-              5: "trailer", 6: "windows", 7: "source"}
+              5: "trailer", 6: "windows", 7: "source", 8: "ring"}
+# Version 5: a ring of shared memory offered in a pipe between two stages
+# of one build, and data records whose payload is a reference into it.
+# This module reads files and never attaches a ring: a ring record is
+# checked and passed over, a reference refused (a file never holds one).
+RING_META = 48
+SHARED_REF = 16
+MAX_RINGS = 8
+SHAREABLE = (2, 3, 6)  # audio, features, windows
 DATA_TYPES = (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS)
 # the records between header and trailer, which the trailer's n_records
 # counts: data records and source records (version 4)
@@ -28,6 +36,7 @@ F_ZSTD = 1
 F_MORE = 2           # a piece of an item that goes on in the next record
 F_CONT = 4           # a piece that goes on with the record before's item
 PIECE = F_MORE | F_CONT
+F_SHARED = 8         # the payload is a reference into a ring (version 5)
 WIN_PAD = 1          # windows flag: windows past the samples are zeros
 DTYPES = {1: ("s16", 2), 2: ("f32", 4), 3: ("f16", 2), 4: ("bf16", 2)}
 DTYPE_IDS = {name: i for i, (name, _) in DTYPES.items()}
@@ -44,8 +53,10 @@ def dtype_name(d):
 
 def type_version(rtype, flags=0):
     """The version byte a record is written with: the lowest format
-    version that defines it (4 for a source record, 3 for a piece, 2 for
-    windows, else 1)."""
+    version that defines it (5 for a ring record and a shared one, 4 for
+    a source record, 3 for a piece, 2 for windows, else 1)."""
+    if rtype == T_RING or flags & F_SHARED:
+        return 5
     if rtype == T_SOURCE:
         return 4
     if flags & PIECE:

@@ -5,8 +5,9 @@ import os
 import struct
 
 from ._crc import crc32c
-from ._format import (DEFAULT_MAX_DATA, F_ZSTD, HDR_SIZE, MAGIC,
-                      MAX_META, PIECE, T_HEADER, T_SOURCE, T_TRAILER,
+from ._format import (DEFAULT_MAX_DATA, F_SHARED, F_ZSTD, HDR_SIZE, MAGIC,
+                      MAX_META, MAX_RINGS, PIECE, RING_META, SHAREABLE,
+                      SHARED_REF, T_HEADER, T_RING, T_SOURCE, T_TRAILER,
                       T_WINDOWS,
                       TRAILER_META, TYPE_NAMES, VERSION, ZstdError,
                       piece_flag_names, type_name, zstd)
@@ -56,6 +57,7 @@ class Reader:
         self.state = StreamState()
         self.sources = sources
         self._src = None       # a source record waiting for its clip's
+        self.rings = set()     # ring ids offered (never attached here)
 
     def __iter__(self):
         while self.trailer is None:
@@ -113,6 +115,9 @@ class Reader:
         if rtype == T_SOURCE and version < 4:
             self.fail("FORMAT", "a source record marked format version "
                       "%d (source records are version 4)" % version)
+        if rtype == T_RING and version < 5:
+            self.fail("FORMAT", "a ring record marked format version "
+                      "%d (ring records are version 5)" % version)
         self._check_flags(rtype, flags, version)
         if reserved:
             self.fail("FORMAT", "reserved byte is 0x%02x, not 0" % reserved)
@@ -125,18 +130,31 @@ class Reader:
         if rlen > self.max_data:
             self.fail("TOOBIG", "raw payload length %d over the cap of %d"
                       % (rlen, self.max_data))
-        if not flags & F_ZSTD and rlen != dlen:
+        if flags & F_SHARED:
+            if flags & F_ZSTD:
+                self.fail("FORMAT", "a shared record flagged zstd (shared "
+                          "payloads are raw)")
+            if dlen != SHARED_REF:
+                self.fail("FORMAT", "a shared record with %d bytes of "
+                          "reference (must be %d)" % (dlen, SHARED_REF))
+        elif not flags & F_ZSTD and rlen != dlen:
             self.fail("FORMAT", "raw length %d differs from stored length "
                       "%d in an uncompressed record" % (rlen, dlen))
         return rtype, flags, mlen, dlen, rlen, crc
 
     def _check_flags(self, rtype, flags, version):
-        if flags & ~(F_ZSTD | PIECE):
+        if flags & ~(F_ZSTD | PIECE | F_SHARED):
             self.fail("FORMAT", "unknown flags 0x%02x" % flags)
-        if flags and rtype in (T_HEADER, T_TRAILER):
-            self.fail("FORMAT", "a %s record with flags 0x%02x (header and "
-                      "trailer records have flags 0)"
-                      % (type_name(rtype), flags))
+        if flags and rtype in (T_HEADER, T_TRAILER, T_RING):
+            self.fail("FORMAT", "a %s record with flags 0x%02x (%s records "
+                      "have flags 0)" % (type_name(rtype), flags,
+                                         "ring" if rtype == T_RING
+                                         else "header and trailer"))
+        if flags & F_SHARED and (rtype not in SHAREABLE or version < 5):
+            self.fail("FORMAT", "the shared flag " +
+                      ("on a record type whose payload is never shared"
+                       if rtype not in SHAREABLE else
+                       "in a record marked format version below 5"))
         why = piece_flags_problem(rtype, flags & PIECE)
         if why:
             self.fail("FORMAT", why)
@@ -157,6 +175,11 @@ class Reader:
             self.fail("TRUNC", "input ended inside the record (%d of %d "
                       "bytes)" % (HDR_SIZE + len(body),
                                   HDR_SIZE + mlen + dlen))
+        if flags & F_SHARED:
+            ring = struct.unpack_from("<I", body, mlen)[0]
+            self.fail("FORMAT", "reference to ring %d, which %s" % (
+                ring, "this reader did not attach" if ring in self.rings
+                else "no ring record offered"))
         got = crc32c(body, crc32c(head[:20] + b"\0\0\0\0"))
         if got != crc:
             self.fail("CRC", "checksum mismatch (stored 0x%08x, computed "
@@ -180,6 +203,10 @@ class Reader:
                       "header" % type_name(rtype))
         if self.nrec > 0 and rtype == T_HEADER:
             self.fail("ORDER", "a second header record")
+        if rtype == T_RING:
+            self._ring(meta, len(data))
+            self.pos += total
+            return None  # no data record: not counted, not in the checksum
         it = None
         if rtype == T_HEADER:
             self._header(meta, len(data))
@@ -215,6 +242,24 @@ class Reader:
                           % parts[i].decode())
             pairs.append((parts[i].decode(), parts[i + 1]))
         self.header = pairs
+
+    def _ring(self, meta, raw_len):
+        """A ring record's offer, checked and never taken: a reader of
+        files has no ring to attach."""
+        if len(meta) != RING_META or raw_len:
+            self.fail("FORMAT", "ring record with %d bytes of metadata and "
+                      "%d of payload (must be %d and 0)"
+                      % (len(meta), raw_len, RING_META))
+        if struct.unpack_from("<I", meta, 44)[0]:
+            self.fail("FORMAT", "ring record reserved field is not 0")
+        ring = struct.unpack_from("<I", meta, 20)[0]
+        if ring == 0:
+            self.fail("FORMAT", "ring record with ring id 0")
+        if ring in self.rings:
+            self.fail("FORMAT", "ring %d offered twice" % ring)
+        if len(self.rings) == MAX_RINGS:
+            self.fail("FORMAT", "more than %d rings offered" % MAX_RINGS)
+        self.rings.add(ring)
 
     def _trailer(self, meta, raw_len):
         if len(meta) != TRAILER_META or raw_len:
