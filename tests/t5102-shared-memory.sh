@@ -8,7 +8,7 @@ test_description='shared memory: payloads by reference between stages of one bui
 # references, and segment passes wavcat's references on to gpumel. Every
 # other reader (cat, tee, a file) gets the payloads themselves, and a
 # recorded stream never holds a reference: the Python reader, which
-# knows format version 4 only, reads them. MELPIPE_SHM=1 turns it on (it
+# attaches no ring and refuses a reference, reads them. MELPIPE_SHM=1 turns it on (it
 # is off by default, docs/design.md says why), as every test here does but
 # where it says otherwise. The dataset is the same in every case. Stages
 # killed anywhere leave their neighbours with a clear message and no
