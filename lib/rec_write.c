@@ -21,62 +21,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "crc32c.h"
-#include "buildid.h"
 #include "rec_int.h"
-#include "rec_shm.h"
-#include "shmring.h"
+#include "rec_write_int.h"
 #include "writebehind.h"
 #include "xio.h"
 
-struct rec_writer {
-	int fd;
-	char *name;
-	int level;
-
-	unsigned char *buf;     /* records not yet written */
-	size_t cap, len;
-	ZSTD_CCtx *cctx;
-	unsigned char *zbuf;    /* compressed payloads */
-	size_t zcap;
-	unsigned char *scratch; /* reserved payloads kept outside buf */
-	size_t scap;
-
-	/* rec_write_reserve() state: payload at res_ptr, res_len bytes */
-	int reserved;
-	unsigned char *res_ptr;
-	size_t res_len;
-	size_t key_hint;        /* last metadata length past the fixed part
-				   (key, window fields): where to put a
-				   payload */
-
-	uint64_t nrec;          /* records written, header included */
-	uint64_t ndata, nitems, nskipped, bytes;
-	uint32_t stream_crc;
-	struct rec_order order; /* what the order rules need */
-	int finished;
-	int state;              /* REC_OK or sticky error */
-	char detail[DETAIL_SIZE];
-	struct writebehind *wb; /* NULL: write(2) in wr_flush, and buf is
-				   the writer's; else buf is the ring's */
-	int have_data_crc;      /* rec_write_crc(): the payload's CRC is */
-	uint32_t data_crc;      /* known, the record's needs no pass */
-	double t_wait;          /* rec_writer_wait() */
-
-	/* the shared-memory path (rec_shm.h) */
-	struct shm_wr shm;
-	rec_reader *link;       /* rec_writer_link() */
-	int res_shared;         /* the reservation is in the own ring */
-	uint32_t res_slot;
-	uint64_t res_off;
-};
-
-__attribute__((format(printf, 3, 4)))
-static int wr_fail(rec_writer *w, int err, const char *fmt, ...)
+int wr_fail(rec_writer *w, int err, const char *fmt, ...)
 {
 	char reason[REASON_SIZE];
 	va_list ap;
@@ -98,7 +51,7 @@ static int wr_io(rec_writer *w, int neg_errno)
 	return w->state;
 }
 
-static int wr_flush(rec_writer *w)
+int wr_flush(rec_writer *w)
 {
 	int e;
 
@@ -189,7 +142,7 @@ static int wr_flush_with(rec_writer *w, const void *data, size_t len)
 
 /* Makes the buffer being filled at least cap bytes, keeping its
  * contents. */
-static int wr_grow(rec_writer *w, size_t cap)
+int wr_grow(rec_writer *w, size_t cap)
 {
 	unsigned char *nb;
 
@@ -208,7 +161,7 @@ static int wr_grow(rec_writer *w, size_t cap)
 
 /* Writes the metadata of the data record it, item_meta_size(it) bytes,
  * at p. */
-static void item_meta_put(unsigned char *p, const rec_item *it)
+void item_meta_put(unsigned char *p, const rec_item *it)
 {
 	put64(p, it->clip);
 	put64(p + 8, it->offset);
@@ -237,7 +190,7 @@ static void item_meta_put(unsigned char *p, const rec_item *it)
  * payload, data_len bytes at data, is copied after them when the record
  * fits in the buffer, else written from where it is.
  */
-static int wr_emit(rec_writer *w, struct rhdr *h, const rec_item *it,
+int wr_emit(rec_writer *w, struct rhdr *h, const rec_item *it,
 		   const void *meta, const void *data)
 {
 	size_t head = REC_HDR_SIZE + (size_t)h->meta_len;
@@ -351,7 +304,7 @@ static int wr_check_item(rec_writer *w, const rec_item *it, const void *data,
 	return REC_OK;
 }
 
-static void wr_count(rec_writer *w, const rec_item *it)
+void wr_count(rec_writer *w, const rec_item *it)
 {
 	w->ndata++;
 	if (it->type == REC_T_SKIPPED)
@@ -367,315 +320,8 @@ static void wr_count(rec_writer *w, const rec_item *it)
 	w->key_hint = item_meta_size(it) - REC_ITEM_META_SIZE;
 }
 
-/* ------------------------------------------------------------------ */
-/* The shared-memory path (formats/record.md, version 5; rec_shm.h) */
-
-#define SHM_CHECKS 20           /* reader checks: at payloads 0, 1, 2, 4... */
-#define SHM_PATIENCE 0.005      /* seconds to wait for room in the ring */
-#define SHM_NAP_NS 20000L
-
-/* The process our references may go to: the pipe's one reader, a stage
- * of this build (with shm 2, whatever it runs), looked for at payloads 0,
- * 1, 2, 4, 8, ... (it may not have started its program yet at first); 0
- * while there is none, -1 with shm 2 when the pipe has no reader process
- * (a test's writer and reader in one process). */
-static pid_t wr_shm_reader(rec_writer *w)
-{
-	struct shm_wr *s = &w->shm;
-	uint64_t k = s->payloads++;
-
-	if (s->reader || s->mode == 0)
-		return s->reader;
-	if (s->checks >= SHM_CHECKS)
-		return s->mode == 2 ? (s->reader = -1) : 0;
-	if (k > 2 && (k & (k - 1)))
-		return 0;
-	s->checks++;
-	s->reader = shm_pipe_reader(w->fd, s->mode == 1, s->why,
-				    sizeof(s->why));
-	if (s->reader == 0 && s->mode == 2)
-		s->reader = -1;
-	if (s->reader)
-		s->why[0] = '\0';
-	return s->reader;
-}
-
-/* Appends a ring record offering o. */
-static int wr_offer(rec_writer *w, const struct shm_out_ring *o)
-{
-	struct rhdr h = { 0 };
-	unsigned char meta[SHM_RING_META];
-	int have = w->have_data_crc, err;
-
-	shm_offer_put(meta, &o->offer);
-	h.type = REC_T_RING;
-	h.meta_len = SHM_RING_META;
-	w->have_data_crc = 0; /* (inside rec_write_crc(): not this record's) */
-	err = wr_emit(w, &h, NULL, meta, NULL);
-	w->have_data_crc = have;
-	/* to the reader now: references wait for its answer */
-	return err ? err : wr_flush(w);
-}
-
-/* Whether our reader has attached o's ring. */
-static int wr_acked(const struct shm_wr *s, struct shm_out_ring *o)
-{
-	if (!o->acked)
-		o->acked = s->reader > 0 ? shmring_attached(o->ring, s->reader)
-			   : o->from == NULL && shmring_acked(o->ring) != 0;
-	return o->acked;
-}
-
-/* Adds a ring to the stream's table and offers it: REC_OK with *out, 1
- * when the table is full, or a write error. */
-static int wr_add_ring(rec_writer *w, struct shmring *ring,
-		       const struct shm_in_ring *from,
-		       struct shm_out_ring **out)
-{
-	struct shm_wr *s = &w->shm;
-	struct shm_out_ring *o;
-
-	if (s->n == SHM_MAX_RINGS)
-		return 1;
-	o = &s->rings[s->n];
-	memset(o, 0, sizeof(*o));
-	o->ring = ring;
-	o->from = from;
-	if (from) {
-		o->offer = from->offer;
-		o->offer.pid = (uint32_t)getpid();
-		o->offer.fd = (uint32_t)from->fd;
-	} else {
-		uint64_t bytes;
-
-		shmring_data(ring, &bytes);
-		o->offer.pid = (uint32_t)getpid();
-		o->offer.fd = (uint32_t)shmring_fd(ring);
-		o->offer.bytes = bytes;
-		o->offer.slots = SHM_RING_SLOTS;
-		o->offer.creator = o->offer.pid;
-		memcpy(o->offer.build, buildid_bytes(), 16);
-	}
-	o->id = o->offer.id = s->n + 1;
-	s->n++;
-	*out = o;
-	return wr_offer(w, o);
-}
-
-/* The writer's own ring, made and offered at the first call, when our
- * reader has attached it; else NULL (or a write error in *err). */
-static struct shm_out_ring *wr_own_ring(rec_writer *w, int *err)
-{
-	struct shm_wr *s = &w->shm;
-	struct shm_out_ring *o;
-	struct shmring *ring;
-	int e;
-
-	*err = REC_OK;
-	if (s->own >= 0)
-		return wr_acked(s, &s->rings[s->own]) ? &s->rings[s->own]
-		       : NULL;
-	if (s->own_failed)
-		return NULL;
-	e = shmring_create(&ring, s->ring_bytes, SHM_RING_SLOTS,
-			   buildid_bytes());
-	if (e) {
-		snprintf(s->why, sizeof(s->why), "cannot make a ring: %s",
-			 ring && shmring_detail(ring)[0] ? shmring_detail(ring)
-			 : shmring_strerror(e));
-		shmring_destroy(ring);
-		s->own_failed = 1;
-		return NULL;
-	}
-	e = wr_add_ring(w, ring, NULL, &o);
-	if (e == 1) {
-		shmring_destroy(ring);
-		s->own_failed = 1;
-		return NULL;
-	}
-	s->own = (int)(o - s->rings);
-	*err = e;
-	return NULL; /* offered now: not attached yet */
-}
-
-/* A slot of len bytes in our own ring. When the ring is full, hands what
- * is buffered to the pipe (it may be what the reader needs to go on and
- * give slots back) and waits for room up to SHM_PATIENCE; after a wait
- * that timed out, tries once a record until room comes back. 0, a
- * shmring error (the payload goes inline), or a write error in *err. */
-static int wr_ring_alloc(rec_writer *w, struct shm_out_ring *o, size_t len,
-			 uint32_t *slot, uint64_t *off, void **ptr, int *err)
-{
-	struct shm_wr *s = &w->shm;
-	struct timespec nap = { 0, SHM_NAP_NS };
-	int e = shmring_alloc(o->ring, len, slot, off, ptr);
-	double t0;
-
-	*err = REC_OK;
-	if (e != SHMRING_E_FULL || s->impatient) {
-		if (e == 0)
-			s->impatient = 0;
-		else if (e == SHMRING_E_FULL)
-			s->full++;
-		return e;
-	}
-	if ((*err = wr_flush(w)))
-		return e;
-	s->waits++;
-	t0 = mono_now();
-	do {
-		nanosleep(&nap, NULL);
-		e = shmring_alloc(o->ring, len, slot, off, ptr);
-	} while (e == SHMRING_E_FULL && mono_now() - t0 < SHM_PATIENCE);
-	s->t_wait += mono_now() - t0;
-	if (e == SHMRING_E_FULL) {
-		s->impatient = 1;
-		s->full++;
-	}
-	return e;
-}
-
-/* Offers our reader each ring the linked reader attached and we have not
- * offered yet, as soon as we know our reader: it answers while the
- * payloads before the offer drain, not after the first reference. 0 or a
- * write error. */
-static int wr_offer_inputs(rec_writer *w)
-{
-	struct shm_rd *in = rec_reader_shm_rd(w->link);
-	struct shm_wr *s = &w->shm;
-	struct shm_out_ring *o;
-	int e;
-
-	for (unsigned i = 0; i < in->n; i++) {
-		int known = in->rings[i].ring == NULL;
-
-		for (unsigned k = 0; k < s->n && !known; k++)
-			known = s->rings[k].from == &in->rings[i];
-		if (!known && (e = wr_add_ring(w, in->rings[i].ring,
-					       &in->rings[i], &o)) < 0)
-			return e;
-	}
-	return REC_OK;
-}
-
-/* The payload at data, when it lies in the payload the linked reader
- * handed out last, as a reference into the same ring (its slot held for
- * our reader): REC_OK with *ref, 1 when it cannot go so, or a write
- * error. */
-static int wr_forward(rec_writer *w, const void *data, size_t len,
-		      struct shm_ref *ref)
-{
-	struct shm_wr *s = &w->shm;
-	struct shm_rd *in = rec_reader_shm_rd(w->link);
-	struct shm_out_ring *o = NULL;
-	unsigned i;
-	uint32_t slot;
-	uint64_t off;
-	int e;
-
-	if (!shm_rd_find(in, data, len, &i, &slot, &off))
-		return 1;
-	for (unsigned k = 0; k < s->n; k++)
-		if (s->rings[k].from == &in->rings[i])
-			o = &s->rings[k];
-	if (o == NULL) {
-		e = wr_add_ring(w, in->rings[i].ring, &in->rings[i], &o);
-		return e ? e : 1; /* offered now: not attached yet */
-	}
-	if (!wr_acked(s, o) || shmring_hold(o->ring, slot))
-		return 1;
-	ref->ring = o->id;
-	ref->slot = slot;
-	ref->off = off;
-	s->forwarded++;
-	return REC_OK;
-}
-
-/* Appends the data record it whose payload, len bytes at payload, is in
- * a ring at ref: the record's CRC is the one it would have inline, so
- * that the stream's checksum, and a copy of it made inline again, are
- * the same. */
-static int wr_emit_shared(rec_writer *w, const rec_item *it,
-			  const struct shm_ref *ref, const void *payload,
-			  size_t len)
-{
-	struct rhdr h = { 0 };
-	size_t head = REC_HDR_SIZE + item_meta_size(it);
-	size_t total = head + SHM_REF_SIZE;
-	unsigned char *p, le[4];
-	uint32_t crc;
-	int err;
-
-	if (total > w->cap - w->len && (err = wr_flush(w)))
-		return err;
-	if (total > w->cap && (err = wr_grow(w, total)))
-		return err;
-	p = w->buf + w->len;
-	item_meta_put(p + REC_HDR_SIZE, it);
-	h.type = (unsigned)it->type;
-	h.flags = it->flags;
-	h.version = rec_version(h.type, h.flags);
-	h.meta_len = (uint32_t)item_meta_size(it);
-	h.raw_len = h.data_len = (uint32_t)len;
-	rhdr_put(p, &h);
-	crc = crc32c(0, p, head);
-	if (w->have_data_crc)
-		crc = crc32c_combine(crc, w->data_crc, len);
-	else
-		crc = crc32c(crc, payload, len);
-	h.flags |= REC_F_SHARED;
-	h.version = rec_version(h.type, h.flags);
-	h.data_len = SHM_REF_SIZE;
-	h.crc = crc;
-	rhdr_put(p, &h);
-	shm_ref_put(p + head, ref);
-	put32(le, crc);
-	w->stream_crc = crc32c(w->stream_crc, le, 4);
-	w->bytes += total;
-	w->nrec++;
-	w->len += total;
-	w->shm.records++;
-	w->shm.bytes += len;
-	wr_count(w, it);
-	return REC_OK;
-}
-
-/* Sends the payload of it by reference when it can: passed on from the
- * input's ring, or copied into our own. REC_OK when it went so, 1 when it
- * goes inline, or an error. */
-static int wr_shared(rec_writer *w, const rec_item *it, const void *data,
-		     size_t len)
-{
-	struct shm_out_ring *o;
-	struct shm_ref ref;
-	void *ptr;
-	int err;
-
-	if (!wr_shm_reader(w))
-		return 1;
-	if (w->link && (err = wr_offer_inputs(w)))
-		return err;
-	if (w->link && (err = wr_forward(w, data, len, &ref)) <= 0)
-		return err ? err : wr_emit_shared(w, it, &ref, data, len);
-	if ((o = wr_own_ring(w, &err)) == NULL)
-		return err ? err : 1;
-	if (wr_ring_alloc(w, o, len, &ref.slot, &ref.off, &ptr, &err))
-		return err ? err : 1;
-	memcpy(ptr, data, len);
-	ref.ring = o->id;
-	return wr_emit_shared(w, it, &ref, ptr, len);
-}
-
-/* Whether a payload of len bytes of a record of this type may try the
- * shared path. */
-static int wr_shm_wants(const rec_writer *w, int type, size_t len)
-{
-	return w->shm.mode && w->level == 0 && len >= SHM_MIN_PAYLOAD &&
-	       rec_shareable(type);
-}
-
 /* Appends a data record with its payload at data (uncompressed). */
-static int wr_item(rec_writer *w, const rec_item *it, const void *data,
+int wr_item(rec_writer *w, const rec_item *it, const void *data,
 		   size_t data_len)
 {
 	struct rhdr h = { 0 };
@@ -717,27 +363,6 @@ static int wr_behind(rec_writer *w, const rec_writer_opts *opts)
 			       strerror(-e));
 	w->buf = wb_buf(w->wb, &w->cap);
 	return REC_OK;
-}
-
-/* The shared-memory path: only into a pipe, and only with payloads
- * stored raw. */
-static void wr_shm_init(rec_writer *w, const rec_writer_opts *opts)
-{
-	struct stat st;
-
-	w->shm.own = -1;
-	if (opts == NULL || opts->shm == 0)
-		return;
-	w->shm.ring_bytes = opts->shm_bytes ? (opts->shm_bytes + 63) & ~63ull
-			    : SHM_RING_BYTES;
-	if (w->level > 0)
-		snprintf(w->shm.why, sizeof(w->shm.why), "payloads "
-			 "compressed (zstd)");
-	else if (fstat(w->fd, &st) != 0 || !S_ISFIFO(st.st_mode))
-		snprintf(w->shm.why, sizeof(w->shm.why), "the output is not "
-			 "a pipe");
-	else
-		w->shm.mode = opts->shm;
 }
 
 int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
@@ -830,29 +455,6 @@ int rec_write_crc(rec_writer *w, const rec_item *it, uint32_t data_crc)
 	return err;
 }
 
-/* A reservation in our own ring, for a payload that may go by
- * reference: REC_OK with res_ptr set, 1 when it goes in the buffer, or a
- * write error. */
-static int wr_reserve_shared(rec_writer *w, size_t data_len)
-{
-	struct shm_out_ring *o;
-	void *ptr;
-	int err;
-
-	/* the type is not known yet: a payload this large is samples or
-	 * features; a commit of another type copies it inline */
-	if (!wr_shm_wants(w, REC_T_AUDIO, data_len) || !wr_shm_reader(w))
-		return 1;
-	if ((o = wr_own_ring(w, &err)) == NULL)
-		return err ? err : 1;
-	if (wr_ring_alloc(w, o, data_len, &w->res_slot, &w->res_off, &ptr,
-			  &err))
-		return err ? err : 1;
-	w->res_shared = 1;
-	w->res_ptr = ptr;
-	return REC_OK;
-}
-
 /*
  * A reserved payload goes into the output buffer where the record will be
  * when it fits, else into a scratch buffer. Its place is a guess: after
@@ -915,23 +517,6 @@ int rec_write_reserve(rec_writer *w, size_t data_len, void **payload)
 	w->res_len = data_len;
 	*payload = w->res_ptr;
 	return REC_OK;
-}
-
-/* Commits a reservation in our own ring (err: the item's check). */
-static int wr_commit_shared(rec_writer *w, const rec_item *it, int err)
-{
-	struct shm_ref ref = { .slot = w->res_slot, .off = w->res_off };
-	struct shmring *ring = w->shm.rings[w->shm.own].ring;
-
-	w->res_shared = 0;
-	if (err == REC_OK && !rec_shareable(it->type))
-		err = wr_item(w, it, w->res_ptr, w->res_len);
-	else if (err == REC_OK) {
-		ref.ring = w->shm.rings[w->shm.own].id;
-		return wr_emit_shared(w, it, &ref, w->res_ptr, w->res_len);
-	}
-	shmring_release(ring, w->res_slot); /* the slot was never sent */
-	return err;
 }
 
 int rec_write_commit(rec_writer *w, const rec_item *it)
@@ -1026,33 +611,6 @@ void rec_writer_zero_copy_why(const rec_writer *w, char *buf, size_t n)
 	buf[0] = '\0';
 	if (w && w->wb)
 		wb_zc_why(w->wb, buf, n);
-}
-
-void rec_writer_link(rec_writer *w, rec_reader *r)
-{
-	if (w)
-		w->link = r;
-}
-
-void rec_writer_shm(const rec_writer *w, rec_shm_report *rep)
-{
-	const struct shm_wr *s = &w->shm;
-
-	memset(rep, 0, sizeof(*rep));
-	rep->records = s->records;
-	rep->bytes = s->bytes;
-	rep->forwarded = s->forwarded;
-	rep->full = s->full;
-	rep->waits = s->waits;
-	rep->t_wait = s->t_wait;
-	snprintf(rep->why, sizeof(rep->why), "%s", s->why);
-	if (rep->why[0] == '\0' && s->records == 0 && s->n > 0)
-		snprintf(rep->why, sizeof(rep->why), "%s",
-			 shmring_attached(s->rings[0].ring, s->reader) ||
-			 (s->reader < 0 && shmring_acked(s->rings[0].ring))
-			 ? "the reader attached the ring offered only after "
-			   "the last payload" : "the reader did not attach "
-			   "the ring offered (its -v says why)");
 }
 
 uint64_t rec_writer_count(const rec_writer *w)
