@@ -430,16 +430,21 @@ static void test_refused(void)
 	close(p[1]);
 }
 
-/* payloads of 512 KiB, 200 of them: 100 MiB through a ring of 64 MiB,
- * to a reader that takes 1 ms a record */
+/* payloads of 512 KiB, 200 of them: 100 MiB through a ring of 8 MiB,
+ * to a reader that takes 1 ms a record and stops for 300 ms at record
+ * FULL_STOP. The stop, not the pace, makes the ring full: a reader that
+ * frees a slot a millisecond frees one within the writer's wait, and
+ * on a loaded machine the writer never counted the ring full. */
 #define FULL_N 200u
 #define FULL_SAMPLES (256u << 10)
+#define FULL_STOP 10u
+#define FULL_RING (8u << 20)
 
 static int full_reader(int fd)
 {
 	static int16_t want[FULL_SAMPLES];
 	rec_reader_opts ro = { .shm = 1, .read_ahead = 1 };
-	struct timespec ms = { 0, 1000000 };
+	struct timespec ms = { 0, 1000000 }, stop = { 0, 300000000 };
 	rec_reader *r = NULL;
 	rec_shm_report rep;
 	rec_item it;
@@ -454,7 +459,7 @@ static int full_reader(int fd)
 		    memcmp(it.data, want, sizeof(want)))
 			return 4;
 		n++;
-		nanosleep(&ms, NULL);
+		nanosleep(n == FULL_STOP ? &stop : &ms, NULL);
 	}
 	rec_reader_shm(r, &rep);
 	if (err != REC_END || n != FULL_N)
@@ -468,7 +473,8 @@ static int full_reader(int fd)
 static void test_full(void)
 {
 	static int16_t a[FULL_SAMPLES];
-	rec_writer_opts wo = { .shm = 2, .write_behind = 1 };
+	rec_writer_opts wo = { .shm = 2, .write_behind = 1,
+			       .shm_bytes = FULL_RING };
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
 	rec_shm_report rep;
