@@ -212,6 +212,18 @@ typedef struct mel_rec {
  * record flagged MEL_REC_PADDED. */
 uint64_t mel_rec_frames(const mel_params *p, const mel_rec *r);
 
+/*
+ * A payload whose CRC32C the backend computes where the samples are (the
+ * GPU, after their copy): len bytes at byte off of the batch's samples
+ * (in, as the backend holds them). want: the CRC32C the payload must have
+ * (crc32c(0, payload, len), lib/crc32c.h); got: the backend's, filled in
+ * by the time wait returns the batch. The host loop compares them.
+ */
+typedef struct mel_crc {
+	uint64_t off, len;
+	uint32_t want, got;
+} mel_crc;
+
 typedef struct mel_batch {
 	int in_dtype;        /* REC_S16 or REC_F32 */
 	size_t n;            /* records in this batch */
