@@ -263,6 +263,13 @@ typedef struct rec_reader_opts {
 				are read where the writer put them. 0: the
 				writer's offers go unanswered and every
 				payload comes through the pipe. */
+	int defer_shm_crc;   /* with shm, 1: a payload that comes by
+				reference is not hashed by the reader; the
+				caller takes the CRC it must have
+				(rec_reader_take_crc()) and checks it where
+				it copies the payload to (gpumel: on the
+				GPU). One it does not take is checked at the
+				next rec_read(). */
 } rec_reader_opts;
 
 /* Opens a reader on fd (not closed by the library) and reads the header
@@ -297,6 +304,38 @@ uint64_t rec_reader_count(const rec_reader *r);
  * pass over the payload); else 0. For rec_write_crc() in a stage that
  * writes the same payload on. */
 int rec_reader_data_crc(const rec_reader *r, uint32_t *crc);
+/* With defer_shm_crc: 1 and *want when the payload of the record
+ * rec_read() returned last came by reference and is not checked yet: the
+ * caller now checks that crc32c(0, it->data, it->data_len) is *want (else
+ * the stream is broken: a payload changed in the ring) before anything
+ * made from it leaves. Else 0. */
+int rec_reader_take_crc(rec_reader *r, uint32_t *want);
+/* Checks the payload of that record on this thread when its CRC is still
+ * due (not taken): REC_OK, or REC_E_CRC with the detail set. */
+int rec_reader_check_crc(rec_reader *r);
+
+/* A payload in shared memory kept past the next read: rec_reader_hold()
+ * takes the slot of the record rec_read() returned last, when its payload
+ * came by reference (1; else 0), and the len bytes at ptr (it->data) stay
+ * until rec_hold_release(), however many records are read meanwhile. A
+ * writer whose ring fills sends its payloads inline rather than wait, so
+ * holding slots never stalls the stream. Release every hold, from any
+ * thread, before rec_reader_close(). */
+struct shmring;
+typedef struct rec_hold {
+	struct shmring *ring;
+	uint32_t slot;
+	const void *ptr;
+	uint64_t len;
+} rec_hold;
+
+int rec_reader_hold(rec_reader *r, rec_hold *h);
+void rec_hold_release(rec_hold *h);
+/* The shared memory a held payload lies in (its ring's data area, mapped
+ * for as long as the reader is open): its start and *bytes, for a caller
+ * that registers it with a device. */
+const void *rec_hold_area(const rec_hold *h, uint64_t *bytes);
+
 /* What the shared-memory path did, for a stage's -v: data records whose
  * payload went (writer) or came (reader) by reference in a ring, their
  * bytes; the writer's references passed on from its input's ring, its

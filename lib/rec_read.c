@@ -26,54 +26,15 @@
 #include "crc32c.h"
 #include "readahead.h"
 #include "rec_int.h"
+#include "rec_read_int.h"
 #include "rec_shm.h"
 #include "xio.h"
 
 #define MIN_READ (64u << 10)    /* never read(2) into less room than this */
 
-struct rec_reader {
-	int fd;
-	const char *name;     /* name_buf, or a constant when out of memory */
-	char *name_buf;
-	uint64_t max_data;
-	int unaligned;        /* hand payloads out where they are */
-	int want_data_crc;    /* derive each payload's CRC (data_crc) */
-	int have_data_crc;    /* data_crc is the last record's */
-	uint32_t data_crc;
-
-	unsigned char *buf;   /* bytes [pos, end) are read, not consumed */
-	size_t cap, pos, end;
-	int eof;
-	uint64_t off;         /* stream offset of buf[pos] */
-	unsigned char *own;   /* buf when it is not a read-ahead slot */
-	size_t own_cap;
-	struct readahead *ra; /* NULL: read(2) in rd_fill */
-	int ra_cur;           /* the slot buf is in, -1: own */
-	struct ra_crcs crcs;  /* CRCs from the reading thread, in order */
-	double t_wait;        /* rec_reader_wait() */
-
-	uint64_t nrec;        /* records consumed, header included */
-	uint64_t ndata, nitems, nskipped;
-	uint32_t stream_crc;
-	struct rec_order order; /* what the order rules need */
-
-	rec_header *hdr;
-	rec_trailer trailer;
-	ZSTD_DCtx *dctx;
-	unsigned char *zbuf;  /* decompressed payloads */
-	size_t zcap;
-	char *key;            /* the current key, NUL-terminated */
-
-	int state;            /* REC_OK, or sticky REC_END / error */
-	char detail[DETAIL_SIZE];
-	struct shm_rd shm;    /* rings offered (rec_shm.h) */
-	int shared;           /* the record being read came by reference */
-};
-
 /* Sets the sticky error and its sentence: "NAME: record N at byte B:
  * reason". Returns err. */
-__attribute__((format(printf, 3, 4)))
-static int rd_fail(rec_reader *r, int err, const char *fmt, ...)
+int rd_fail(rec_reader *r, int err, const char *fmt, ...)
 {
 	char reason[REASON_SIZE];
 	va_list ap;
@@ -420,46 +381,6 @@ static int rd_check_crc(rec_reader *r, const struct rhdr *h)
 	return REC_OK;
 }
 
-/* A shared record's payload: resolves its reference and checks the CRC
- * the record would have inline (its header without the shared flag, the
- * version that gives, data_len = raw_len) over the header, the metadata
- * and the payload where it lies in the ring; *data then points there. */
-static int rd_shared(rec_reader *r, const struct rhdr *h,
-		     const unsigned char **data)
-{
-	const unsigned char *p = r->buf + r->pos, *payload;
-	unsigned char head[REC_HDR_SIZE];
-	struct rhdr ih = *h;
-	struct shm_ref ref;
-	uint32_t hm, pc, crc;
-	char why[256];
-
-	shm_ref_get(p + REC_HDR_SIZE + h->meta_len, &ref);
-	payload = shm_rd_resolve(&r->shm, &ref, h->raw_len, why, sizeof(why));
-	if (payload == NULL)
-		return rd_fail(r, REC_E_FORMAT, "%s", why);
-	ih.flags &= ~REC_F_SHARED;
-	ih.version = rec_version(ih.type, ih.flags);
-	ih.data_len = h->raw_len;
-	ih.crc = 0;
-	rhdr_put(head, &ih);
-	hm = crc32c(crc32c(0, head, REC_HDR_SIZE), p + REC_HDR_SIZE,
-		    h->meta_len);
-	pc = crc32c(0, payload, h->raw_len);
-	crc = crc32c_combine(hm, pc, h->raw_len);
-	if (crc != h->crc)
-		return rd_fail(r, REC_E_CRC, "checksum mismatch of a payload "
-			       "in shared memory, ring %" PRIu32 " slot %"
-			       PRIu32 " (stored 0x%08" PRIx32 ", computed "
-			       "0x%08" PRIx32 ")", ref.ring, ref.slot, h->crc,
-			       crc);
-	r->data_crc = pc;
-	r->have_data_crc = r->want_data_crc;
-	r->shared = 1;
-	*data = payload;
-	return REC_OK;
-}
-
 /* Decompresses a zstd payload into zbuf; *data then points at it. */
 static int rd_decompress(rec_reader *r, const struct rhdr *h,
 			 const unsigned char **data)
@@ -553,8 +474,8 @@ static int rd_parse_header(rec_reader *r, const unsigned char *meta,
 
 /* A record of exactly meta_len bytes of metadata and no payload (the
  * trailer, a ring record): REC_OK, or the refusal naming it as what. */
-static int rd_fixed_size(rec_reader *r, const struct rhdr *h,
-			 const char *what, uint32_t meta_len)
+int rd_fixed_size(rec_reader *r, const struct rhdr *h, const char *what,
+		  uint32_t meta_len)
 {
 	if (h->meta_len == meta_len && h->data_len == 0 && h->raw_len == 0)
 		return REC_OK;
@@ -666,46 +587,6 @@ static const unsigned char *rd_align(const rec_item *it, unsigned char *data)
 		return data;
 	memmove(data - mis, data, it->data_len);
 	return data - mis;
-}
-
-/* A payload in a ring stays where it is (it is not ours to move); one
- * passed on from a place not 16-byte aligned, for a caller that needs
- * alignment, is copied out. NULL when out of memory. */
-static const void *rd_shared_align(rec_reader *r, const rec_item *it,
-				   const unsigned char *data)
-{
-	if (r->unaligned || (uintptr_t)data % PAYLOAD_ALIGN == 0)
-		return data;
-	if (r->zcap < it->data_len || r->zbuf == NULL) {
-		unsigned char *nb = realloc(r->zbuf, it->data_len);
-
-		if (nb == NULL)
-			return NULL;
-		r->zbuf = nb;
-		r->zcap = it->data_len;
-	}
-	memcpy(r->zbuf, data, it->data_len);
-	return r->zbuf;
-}
-
-/* A ring record (version 5): checked, then the ring it offers is
- * attached when the reader takes them; it is no data record, counted
- * nowhere and outside the stream's checksum. */
-static int rd_ring(rec_reader *r, const unsigned char *meta,
-		   const struct rhdr *h)
-{
-	struct shm_offer o;
-	char why[256];
-
-	if (rd_fixed_size(r, h, "ring record", SHM_RING_META))
-		return r->state;
-	if (get32(meta + 44) != 0)
-		return rd_fail(r, REC_E_FORMAT, "ring record reserved field "
-			       "is not 0");
-	shm_offer_get(meta, &o);
-	if (shm_rd_offer(&r->shm, &o, why, sizeof(why)))
-		return rd_fail(r, REC_E_FORMAT, "%s", why);
-	return REC_OK;
 }
 
 /* After the trailer: the input must end here. */
@@ -851,8 +732,9 @@ static int rd_record(rec_reader *r, rec_item *it)
 	const unsigned char *data = NULL;
 	int err;
 
-	shm_rd_release(&r->shm); /* the record handed out before */
-	r->shared = 0;
+	/* the record handed out before: its slot, its deferred CRC */
+	if ((err = rd_shared_done(r)))
+		return err;
 again:
 	if ((err = rd_frame(r, &h, &meta, &data)))
 		return err;
@@ -914,6 +796,7 @@ int rec_reader_open(rec_reader **out, int fd, const rec_reader_opts *opts)
 		      : REC_DEFAULT_MAX_DATA;
 	r->unaligned = opts && opts->unaligned;
 	r->want_data_crc = opts && opts->data_crc;
+	r->defer_crc = opts && opts->shm && opts->defer_shm_crc;
 	r->shm.on = opts && opts->shm;
 	r->name_buf = strdup(name);
 	r->name = r->name_buf ? r->name_buf : "input";
@@ -967,19 +850,6 @@ int rec_reader_data_crc(const rec_reader *r, uint32_t *crc)
 		return 0;
 	*crc = r->data_crc;
 	return 1;
-}
-
-struct shm_rd *rec_reader_shm_rd(rec_reader *r)
-{
-	return &r->shm;
-}
-
-void rec_reader_shm(const rec_reader *r, rec_shm_report *rep)
-{
-	memset(rep, 0, sizeof(*rep));
-	rep->records = r->shm.records;
-	rep->bytes = r->shm.bytes;
-	snprintf(rep->why, sizeof(rep->why), "%s", r->shm.why);
 }
 
 double rec_reader_wait(const rec_reader *r)

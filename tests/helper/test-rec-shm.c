@@ -8,7 +8,9 @@
  *                       records inline, the trailer the same as an
  *                       inline stream's, a payload changed in the ring
  *                       caught by its CRC, forged references refused, a
- *                       reader that does not attach
+ *                       reader that does not attach; a reader that
+ *                       defers payload CRCs to its caller and holds
+ *                       payloads past the next read
  *   test-rec-shm full   a writer faster than its reader (another
  *                       process): the ring fills, payloads go inline
  *                       while it is full, every record arrives intact
@@ -24,7 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../lib/crc32c.h"
 #include "../../lib/rec.h"
+#include "../../lib/shmring.h"
 #include "tap.h"
 
 #define BIG 8192u         /* a payload that goes by reference */
@@ -430,6 +434,112 @@ static void test_refused(void)
 	close(p[1]);
 }
 
+/* A writer (shm on) and a reader deferring payload CRCs on a pipe; the
+ * reader has read clip 0 (inline: the ring is attached). */
+static void deferred_pair(int p[2], rec_writer **w, rec_reader **r)
+{
+	static int16_t a[BIG / 2];
+	rec_writer_opts wo = { .shm = 2, .name = "pipe" };
+	rec_reader_opts ro = { .shm = 1, .defer_shm_crc = 1, .name = "pipe" };
+	rec_header *h = test_header();
+	rec_item ia = audio(0, a, BIG / 2, 1), it;
+
+	make_pipe(p);
+	if (rec_writer_open(w, p[1], h, &wo) || rec_writer_flush(*w) ||
+	    rec_reader_open(r, p[0], &ro) || rec_write(*w, &ia) ||
+	    rec_writer_flush(*w) || rec_read(*r, &it))
+		exit(2);
+	rec_header_free(h);
+}
+
+/* Clip clip by reference, written in the ring in place: *ptr is where. */
+static int write_reserved(rec_writer *w, uint64_t clip, int16_t *b,
+			  void **ptr)
+{
+	rec_item ib = audio(clip, b, BIG / 2, (unsigned)clip + 7);
+
+	if (rec_write_reserve(w, BIG, ptr))
+		return -1;
+	memcpy(*ptr, b, BIG);
+	return rec_write_commit(w, &ib) || rec_writer_flush(w) ? -1 : 0;
+}
+
+/* Whether the payload at h is still in use in its ring. */
+static int hold_in_use(const rec_hold *h)
+{
+	uint64_t bytes;
+	const char *base = rec_hold_area(h, &bytes);
+
+	return shmring_within(h->ring, h->slot,
+			      (uint64_t)((const char *)h->ptr - base),
+			      h->len) != NULL;
+}
+
+static void test_deferred(void)
+{
+	static int16_t b[BIG / 2], c[BIG / 2], d[BIG / 2];
+	rec_writer *w = NULL;
+	rec_reader *r = NULL;
+	rec_hold hold = { 0 }, h2 = { 0 }, was;
+	uint32_t want = 0;
+	void *pb, *pc, *pd; /* the writer's mapping of the ring */
+	rec_item it;
+	int p[2], err;
+
+	deferred_pair(p, &w, &r);
+	tap_ok(!rec_reader_take_crc(r, &want),
+	       "deferred: an inline payload's CRC was checked by the reader");
+	if (write_reserved(w, 1, b, &pb) || write_reserved(w, 2, c, &pc))
+		exit(2);
+	err = rec_read(r, &it);
+	err = err ? err : !rec_reader_take_crc(r, &want);
+	tap_ok(err == REC_OK && !memcmp(it.data, b, BIG) &&
+	       want == crc32c(0, b, BIG), "a payload by reference hands its "
+	       "CRC (0x%08x) to the caller", want);
+	tap_ok(rec_reader_hold(r, &hold) && hold.ptr == it.data &&
+	       hold.len == BIG,
+	       "and can be held");
+	tap_ok(!rec_reader_hold(r, &was), "once");
+	err = rec_read(r, &it);
+	tap_ok(err == REC_OK && !memcmp(it.data, c, BIG) && hold_in_use(&hold) &&
+	       !memcmp(hold.ptr, b, BIG),
+	       "the held payload stays in use past the next read");
+	h2 = hold;
+	rec_hold_release(&hold);
+	tap_ok(!hold_in_use(&h2), "released, its slot is free");
+	rec_hold_release(&hold); /* twice: a no-op */
+
+	/* a payload changed in the ring: the caller's check finds it */
+	if (write_reserved(w, 3, d, &pd))
+		exit(2);
+	((unsigned char *)pd)[7] ^= 1;
+	err = rec_read(r, &it);
+	tap_is(err, REC_OK, "deferred: a changed payload is handed out");
+	err = rec_reader_check_crc(r);
+	tap_ok(err == REC_E_CRC && strstr(rec_reader_detail(r), "must be"),
+	       "and refused when checked: %s", rec_reader_detail(r));
+	rec_reader_close(r);
+	rec_writer_close(w);
+	close(p[0]);
+	close(p[1]);
+
+	/* one whose CRC the caller does not take is checked next read */
+	deferred_pair(p, &w, &r);
+	if (write_reserved(w, 1, b, &pb) || write_reserved(w, 2, c, &pc))
+		exit(2);
+	((unsigned char *)pb)[BIG - 1] ^= 0x80;
+	err = rec_read(r, &it);
+	err = err ? err : rec_read(r, &it);
+	tap_ok(err == REC_E_CRC && strstr(rec_reader_detail(r),
+					  "checksum mismatch"),
+	       "a CRC not taken is checked at the next read: %s",
+	       rec_reader_detail(r));
+	rec_reader_close(r);
+	rec_writer_close(w);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* payloads of 512 KiB, 200 of them: 100 MiB through a ring of 8 MiB,
  * to a reader that takes 1 ms a record and stops for 300 ms at record
  * FULL_STOP. The stop, not the pace, makes the ring full: a reader that
@@ -519,6 +629,7 @@ int main(int argc, char **argv)
 		test_round_trip();
 		test_broken();
 		test_refused();
+		test_deferred();
 	} else if (argc == 2 && !strcmp(argv[1], "full")) {
 		test_full();
 	} else {
