@@ -41,7 +41,7 @@
 #include "../../tools/gpumel/bench/cuda_emu.h"
 
 enum op_kind { OP_COPY, OP_SET, OP_FUSED, OP_FRAMES, OP_MEL, OP_CLAMP,
-	       OP_DCT, OP_R2C, OP_EVENT };
+	       OP_DCT, OP_R2C, OP_EVENT, OP_CRC };
 
 struct op {
 	int kind;
@@ -144,6 +144,8 @@ static void push(struct oplist *l, const struct op *o)
 	l->v[l->n++] = *o;
 }
 
+static void run_crc(const struct op *o);
+
 static void run_op(const struct op *o)
 {
 	switch (o->kind) {
@@ -159,6 +161,7 @@ static void run_op(const struct op *o)
 		n_r2c++;
 		break;
 	case OP_EVENT: o->ev->done = 1; break;
+	case OP_CRC: run_crc(o); n_kernels++; break;
 	}
 }
 
@@ -662,4 +665,33 @@ extern "C" cufftResult cufftDestroy(cufftHandle h)
 		return CUFFT_INVALID_PLAN;
 	p->used = 0;
 	return CUFFT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* The CRC kernels (cuda_mel.h's mel_cuda_launch_crc32c): run through
+ * emu_crc32c, the kernel's own split and arithmetic (cuda_crc_dev.h), when
+ * something waits. src: the payloads' base; dst: the checks; n: their
+ * count. */
+
+static void run_crc(const struct op *o)
+{
+	emu_crc32c((const unsigned char *)o->src, (mel_crc *)o->dst,
+		   (uint32_t)o->n);
+}
+
+extern "C" cudaError_t mel_cuda_launch_crc32c(const unsigned char *base,
+					      mel_crc *checks, uint32_t n,
+					      cudaStream_t s)
+{
+	struct op o = {};
+
+	if (n == 0)
+		return cudaSuccess;
+	if (gone(0))
+		return fail(cudaErrorLaunchFailure);
+	o.kind = OP_CRC;
+	o.src = base;
+	o.dst = checks;
+	o.n = n;
+	return enqueue(s, &o);
 }

@@ -1,10 +1,12 @@
 # tools/gpumel/build.mk - gpumel's CUDA backend, included by the Makefile.
 #
 #   $(BIN)/gpumel-cuda.so      the backend gpumel dlopens (mel_cuda_open):
-#                              tools/gpumel/cuda_*.cu
+#                              tools/gpumel/cuda_*.cu (kernels in
+#                              cuda_kernels.cu and cuda_crc.cu)
 #   $(BIN)/gpumel-cuda-bench   its test and benchmark driver: --emu checks
-#                              the kernels' arithmetic on the CPU, --parity
-#                              and --bench run it on a GPU (see --help):
+#                              the kernels' arithmetic on the CPU, --parity,
+#                              --crc and --bench run it on a GPU (see
+#                              --help):
 #                              tools/gpumel/bench/ (and gpumel's option
 #                              parser, for --bench's shapes)
 #
@@ -44,9 +46,11 @@ CUDA_RPATH := '$$ORIGIN:$(CUDA_HOME_DIR)/lib64:/usr/local/cuda/lib64'
 # into it again, as plain C++.
 GPUMEL_CUDA := 1
 CUDA_HOST_SRC := $(addprefix tools/gpumel/,cuda_backend.cu cuda_batch.cu \
-	cuda_error.cu cuda_memory.cu cuda_plan.cu cuda_submit.cu)
+	cuda_crc_check.cu cuda_error.cu cuda_memory.cu cuda_plan.cu \
+	cuda_submit.cu)
 CUDA_SO_OBJ := $(CUDA_HOST_SRC:tools/gpumel/%.cu=$(BUILD)/cuda/%.o) \
-	$(BUILD)/cuda/cuda_kernels.o $(BUILD)/cuda/mel_fb.pic.o
+	$(BUILD)/cuda/cuda_kernels.o $(BUILD)/cuda/cuda_crc.o \
+	$(BUILD)/cuda/mel_fb.pic.o
 
 all: $(BIN)/gpumel-cuda.so $(BIN)/gpumel-cuda-bench
 

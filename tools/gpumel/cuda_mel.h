@@ -1,8 +1,8 @@
 /*
  * cuda_mel.h - the private interface of gpumel's CUDA backend: between its
  * host code (the files cuda_backend.h lists) and its kernels
- * (cuda_kernels.cu), and the benchmark hook that gpumel-cuda.so exports
- * beside mel_cuda_open for gpumel-cuda-bench. C style (the few functions
+ * (cuda_kernels.cu, cuda_crc.cu), and the benchmark hooks that
+ * gpumel-cuda.so exports beside mel_cuda_open for gpumel-cuda-bench. C style (the few functions
  * the kernels share are marked __host__ __device__); included only by C++:
  * the .cu files and the headers beside them.
  *
@@ -144,6 +144,17 @@ cudaError_t mel_cuda_launch_clamp(const mel_kargs *a, uint32_t n_frames,
  * (a->bandsp), clamped to their record's max - top_db when a->rec_key. */
 cudaError_t mel_cuda_launch_dct(const mel_kargs *a, uint32_t n_frames,
 				cudaStream_t s);
+/*
+ * The CRC32C of n payloads (cuda_crc.cu): enqueues on stream s the
+ * kernels that set checks[i].got to crc32c(0, base + checks[i].off,
+ * checks[i].len) (lib/crc32c.h) for every i < n, reading only off and
+ * len; base and checks are device pointers. Offsets need no alignment;
+ * lengths may be 0 or any size. Nothing is launched for n == 0. Returns
+ * the launch's error code (cudaSuccess, or why it was refused).
+ */
+cudaError_t mel_cuda_launch_crc32c(const unsigned char *base,
+				   mel_crc *checks, uint32_t n,
+				   cudaStream_t s);
 /* Asks the runtime about one kernel: fails (cudaErrorNoKernelImageForDevice
  * and the like) when this build has no code the current device runs. */
 cudaError_t mel_cuda_kernels_check(void);
@@ -158,6 +169,19 @@ cudaError_t mel_cuda_kernels_check(void);
 #define MEL_CUDA_TIME_SYMBOL "mel_cuda_time_kernels"
 typedef int (*mel_cuda_time_fn)(mel_backend *be, mel_batch *b, int reps,
 				float *ms);
+
+/*
+ * CRC hook, exported by gpumel-cuda.so (cuda_crc_check.cu) for
+ * gpumel-cuda-bench --crc, on the calling thread's current device: copies
+ * the bytes at host and the n checks to the device, runs
+ * mel_cuda_launch_crc32c on them reps times (reps >= 1), each timed with
+ * CUDA events into ms[i], and copies the checks back with got filled.
+ * Returns 0, or -1 with why in err (errlen bytes).
+ */
+#define MEL_CUDA_CRC_SYMBOL "mel_cuda_crc32c_check"
+typedef int (*mel_cuda_crc_fn)(const void *host, size_t bytes,
+			       mel_crc *checks, uint32_t n, int reps,
+			       float *ms, char *err, size_t errlen);
 
 /* Environment variables read by mel_cuda_open and batch_alloc:
  * MELPIPE_CUDA_FFT=auto|fused|cufft picks the FFT path (auto: fused when

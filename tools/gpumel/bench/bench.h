@@ -1,9 +1,9 @@
 /*
  * bench.h - what the files of gpumel-cuda-bench share: small helpers, the
  * option grid, the float64 reference and its comparison, the emulation
- * backend, gpumel-cuda.so loaded as gpumel loads it, and the three runs
- * (parity, kernel timings, submit/wait timings) that main wires to its
- * options. (shape.h: --bench's shape from gpumel's options, in C.)
+ * backend, gpumel-cuda.so loaded as gpumel loads it, and the runs
+ * (parity, the CRC kernel's check, kernel timings, submit/wait timings)
+ * that main wires to its options. (shape.h: --bench's shape from gpumel's options, in C.)
  *
  * Host-only C++, built with the host compiler against CUDA's headers: the
  * program reaches a GPU only through the .so it loads.
@@ -124,10 +124,12 @@ struct so {
 	void *dl;
 	mel_cuda_open_fn open;
 	mel_cuda_time_fn time;
+	mel_cuda_crc_fn crc;   /* NULL when the .so has no CRC hook */
 	const char *path;
 };
 
-/* Loads path as gpumel does and finds both entry points; dies otherwise. */
+/* Loads path as gpumel does and finds both entry points (and the CRC
+ * hook, where there is one); dies otherwise. */
 void so_load(struct so *so, const char *path);
 /* --probe: opens the backend of path on the 10-second job's parameters
  * and prints its name (returns 0) or why it failed (returns 1). */
@@ -141,6 +143,14 @@ int probe(const char *path);
  * off, or through the emulation when so is NULL. Prints a line a run;
  * returns the number of runs that failed. */
 int run_grid(struct so *so, int quick);
+
+/* ------------------------------------------------------------------ */
+/* crc.cu: --crc */
+
+/* The CRC kernel through so's CRC hook against lib/crc32c.c, group by
+ * group, then a timed batch of timed_payloads payloads of 80 KiB (reps
+ * runs). Prints a line a group; returns 1 when one failed. */
+int run_crc(struct so *so, size_t timed_payloads, int reps);
 
 /* ------------------------------------------------------------------ */
 /* timing.cu: --bench */

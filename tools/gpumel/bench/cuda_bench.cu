@@ -9,6 +9,9 @@
  *                 against a float64 reference: needs no GPU
  *   --parity SO   the same grid through SO on the GPU, both FFT paths, CUDA
  *                 graphs on and off, every batch checked
+ *   --crc SO      SO's CRC32C kernel against lib's crc32c() on groups of
+ *                 payloads (lengths, offsets, many in one launch, 64 MiB),
+ *                 then the throughput of 40,000 payloads of 80 KiB
  *   --bench SO    the 10-second job's shape (512-sample records, n_fft 512,
  *                 hop 512, 32 mels, no centring, dB, f16), or with
  *                 --record-samples N -- GPUMEL-OPTIONS records of N samples
@@ -20,8 +23,9 @@
  * links no CUDA runtime and --emu runs anywhere. This file holds the
  * options and main; the option grid is in grid.cu, the float64 reference
  * in reference.cu, the emulation backend in emu_backend.cu (over
- * cuda_emu.cu), the parity runs in parity.cu, --probe in load.cu and
- * --bench in timing.cu, the parsing of gpumel's options in shape.c.
+ * cuda_emu.cu), the parity runs in parity.cu, --probe in load.cu, --crc
+ * in crc.cu and --bench in timing.cu, the parsing of gpumel's options in
+ * shape.c.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -44,6 +48,11 @@ static void usage(FILE *f)
 "                         of options against a float64 reference (no GPU)\n"
 "      --parity=SO        the same grid through SO on the GPU: both FFT\n"
 "                         paths, CUDA graphs on and off\n"
+"      --crc=SO           SO's CRC32C kernel against lib's crc32c() on\n"
+"                         groups of payloads (every length to 300, every\n"
+"                         even offset modulo 16, the kernel's part sizes,\n"
+"                         5,000 in one launch, 64 MiB), then the GB/s of\n"
+"                         --crc-payloads payloads of 80 KiB end to end\n"
 "      --bench=SO         time the 10-second job's shape (512-sample records,\n"
 "                         n_fft 512, hop 512, 32 mels, no centring, dB, f16),\n"
 "                         or the shape that --record-samples gives\n"
@@ -62,6 +71,8 @@ static void usage(FILE *f)
 "                         hold 8 MiB of s16, as gpumel batches)\n"
 "      --records=N        records of that run (default %u, the 10-second\n"
 "                         job's; with --record-samples, 8 batches)\n"
+"      --crc-payloads=N   payloads of --crc's timed batch (default 40000:\n"
+"                         3.3 GB)\n"
 "      --reps=N           timed kernel runs (default 30)\n"
 "      --quick            a few small cases (for compute-sanitizer)\n"
 "      --seed=N           random seed (default 1)\n"
@@ -73,8 +84,9 @@ static void usage(FILE *f)
 		TEN_SECOND_RECORDS);
 }
 
-enum { O_PROBE = 256, O_EMU, O_PARITY, O_BENCH, O_BATCH, O_PIPE, O_RECORDS,
-       O_REPS, O_QUICK, O_SEED, O_REC_SAMPLES, O_RATE };
+enum { O_PROBE = 256, O_EMU, O_PARITY, O_CRC, O_BENCH, O_BATCH, O_PIPE,
+       O_RECORDS, O_REPS, O_QUICK, O_SEED, O_REC_SAMPLES, O_RATE,
+       O_CRC_PAYLOADS };
 
 static size_t arg_num(const char *opt, const char *s, size_t lo, size_t hi)
 {
@@ -131,6 +143,8 @@ int main(int argc, char **argv)
 		{ "probe", required_argument, NULL, O_PROBE },
 		{ "emu", no_argument, NULL, O_EMU },
 		{ "parity", required_argument, NULL, O_PARITY },
+		{ "crc", required_argument, NULL, O_CRC },
+		{ "crc-payloads", required_argument, NULL, O_CRC_PAYLOADS },
 		{ "bench", required_argument, NULL, O_BENCH },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "pipe-batch", required_argument, NULL, O_PIPE },
@@ -144,9 +158,10 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *probe_so = NULL, *parity_so = NULL, *bench_so = NULL;
+	const char *crc_so = NULL;
 	struct bench_shape shape;
 	size_t batch = 0, pipe_batch = 0, records = 0, rec_samples = 0;
-	size_t rate = 16000;
+	size_t rate = 16000, crc_payloads = 40000;
 	int emu = 0, quick = 0, reps = 30, c, ret = 0;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -154,6 +169,11 @@ int main(int argc, char **argv)
 		case O_PROBE: probe_so = optarg; break;
 		case O_EMU: emu = 1; break;
 		case O_PARITY: parity_so = optarg; break;
+		case O_CRC: crc_so = optarg; break;
+		case O_CRC_PAYLOADS:
+			crc_payloads = arg_num("--crc-payloads", optarg, 1,
+					       1u << 20);
+			break;
 		case O_BENCH: bench_so = optarg; break;
 		case O_BATCH:
 			batch = arg_num("--batch", optarg, 1, 1u << 22);
@@ -181,7 +201,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if ((optind != argc && !rec_samples) ||
-	    (!probe_so && !emu && !parity_so && !bench_so)) {
+	    (!probe_so && !emu && !parity_so && !crc_so && !bench_so)) {
 		usage(stderr);
 		return 2;
 	}
@@ -202,6 +222,13 @@ int main(int argc, char **argv)
 
 		so_load(&so, parity_so);
 		if (run_grid(&so, quick))
+			ret = 1;
+	}
+	if (crc_so) {
+		struct so so;
+
+		so_load(&so, crc_so);
+		if (run_crc(&so, crc_payloads, reps))
 			ret = 1;
 	}
 	if (bench_so) {

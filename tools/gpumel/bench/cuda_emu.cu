@@ -2,7 +2,8 @@
  * cuda_emu.cu - the CUDA backend's kernels on the CPU (see cuda_emu.h):
  * the simulated threads of a team run each phase of cuda_mel_dev.h one
  * after another, which computes what the parallel run computes
- * (cuda_mel_dev.h says why); and cuFFT's R2C in float64.
+ * (cuda_mel_dev.h says why); cuFFT's R2C in float64; and the CRC
+ * kernels over cuda_crc_dev.h.
  *
  * Host-only C++, built with the host compiler against CUDA's headers.
  */
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda_crc_dev.h"
 #include "../cuda_mel_dev.h"
 #include "cuda_emu.h"
 
@@ -240,4 +242,38 @@ void emu_r2c(uint32_t n, size_t rows, const float *in, float *out)
 		}
 	}
 	free(buf);
+}
+
+/* The CRC kernels (cuda_crc.cu): got zeroed, then each segment's value
+ * XORed in, every thread of a segment's block computed in turn, and the
+ * power of x of a segment's shift made as warp 0's shuffles make it. */
+void emu_crc32c(const unsigned char *base, mel_crc *checks, uint32_t n)
+{
+	static constexpr mel_crc_tab tab = mel_crc_tab_make();
+	const uint32_t *t = &tab.tab[0][0];
+
+	for (uint32_t i = 0; i < n; i++)
+		checks[i].got = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		mc_geom g = mc_geom_of(base, checks[i].off, checks[i].len);
+
+		for (uint64_t k = 0; k < g.nseg; k++) {
+			uint32_t r = 0, f[32], x[32];
+
+			for (uint32_t j = 0; g.m && j < MEL_CRC_T; j++)
+				r ^= mc_part(t, tab.lane[j], &g, k, j);
+			if (k + 1 == g.nseg) {
+				checks[i].got ^= mc_last(t, &g, r);
+				continue;
+			}
+			for (uint32_t l = 0; l < 32; l++)
+				f[l] = mc_factor(tab.x2n, mc_after(&g, k), l);
+			for (uint32_t o = 1; o < 32; o <<= 1) {
+				for (uint32_t l = 0; l < 32; l++)
+					x[l] = mc_mul(f[l], f[l ^ o]);
+				memcpy(f, x, sizeof(f));
+			}
+			checks[i].got ^= mc_mul(f[0], r);
+		}
+	}
 }

@@ -2,7 +2,8 @@
  * cuda_emu.h - the CUDA backend's kernels run on the CPU: every kernel of
  * cuda_kernels.cu as a host function over the same mel_kargs, calling the
  * same phase functions (cuda_mel_dev.h) for each simulated thread of each
- * team in turn, plus a float64 real FFT in cuFFT's place.
+ * team in turn, plus a float64 real FFT in cuFFT's place, and the CRC32C
+ * kernel's split and arithmetic (cuda_crc_dev.h).
  *
  * Used by gpumel-cuda-bench (its --emu backend and its float64 reference)
  * and by the mock CUDA runtime (tests/helper/cuda_mock.cu) that runs the
@@ -48,5 +49,10 @@ void emu_dft(uint32_t n, uint32_t kmax, double *re, double *im,
 /* cuFFT's R2C in float64, rounded: rows of n reals to rows of n / 2 + 1
  * (re, im) float pairs. */
 void emu_r2c(uint32_t n, size_t rows, const float *in, float *out);
+
+/* The CRC kernels (mel_cuda_launch_crc32c): checks[i].got, i < n, the
+ * CRC32C of the payload at base + off, by cuda_crc_dev.h's split and
+ * arithmetic, thread by simulated thread. */
+void emu_crc32c(const unsigned char *base, mel_crc *checks, uint32_t n);
 
 #endif

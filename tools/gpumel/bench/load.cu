@@ -25,6 +25,8 @@ void so_load(struct so *so, const char *path)
 	if (!sym)
 		die("'%s' has no %s", path, MEL_CUDA_TIME_SYMBOL);
 	memcpy(&so->time, &sym, sizeof(sym));
+	sym = dlsym(so->dl, MEL_CUDA_CRC_SYMBOL);
+	memcpy(&so->crc, &sym, sizeof(sym));
 }
 
 int probe(const char *path)
