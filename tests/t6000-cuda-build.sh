@@ -8,9 +8,10 @@ need_cuda_so
 MK="$PYTHON $TEST_DIRECTORY/py/gpumel_mkrec.py"
 CMP="$PYTHON $TEST_DIRECTORY/py/cuda_cmp.py"
 
-test_expect_success 'the .so exports its three entry points only' '
+test_expect_success 'the .so exports its four entry points only' '
 	nm -D --defined-only "$SO" | awk "{ print \$3 }" | sort >syms &&
-	printf "%s\n" mel_cuda_open mel_cuda_time_kernels mel_cuda_warm >expect &&
+	printf "%s\n" mel_cuda_crc32c_check mel_cuda_open \
+		mel_cuda_time_kernels mel_cuda_warm >expect &&
 	test_cmp expect syms
 '
 

@@ -24,10 +24,11 @@
  * from 1): that wait and every later wait, copy, launch and graph launch
  * fail with cudaErrorLaunchFailure, sticky as a lost context is.
  * MELPIPE_MOCK_FAIL_MALLOC=N makes the N-th cudaMalloc (from 1) fail with
- * cudaErrorMemoryAllocation; MELPIPE_MOCK_DEVICES=N (default 1) sets the
+ * cudaErrorMemoryAllocation; MELPIPE_MOCK_FAIL_REGISTER=1 every
+ * cudaHostRegister; MELPIPE_MOCK_DEVICES=N (default 1) sets the
  * device count (0: cudaErrorNoDevice); MELPIPE_MOCK_STATS=1 prints on
  * stderr at exit how many graphs were captured and launched, cuFFT plans
- * made and run, kernels run.
+ * made and run, kernels run, host memory registered and unregistered.
  *
  * Calls come from one thread at a time, as the backend makes them.
  */
@@ -96,12 +97,14 @@ static cudaError_t last_err;
 static long mallocs;
 /* what ran, for MELPIPE_MOCK_STATS */
 static long n_graph_launches, n_captures, n_plans, n_r2c, n_kernels;
+static long n_registered, n_unregistered;
 
 static void print_stats(void)
 {
 	fprintf(stderr, "cuda mock: %ld captures, %ld graph launches, %ld "
-		"plans, %ld r2c, %ld kernels\n", n_captures, n_graph_launches,
-		n_plans, n_r2c, n_kernels);
+		"plans, %ld r2c, %ld kernels, %ld host registrations, %ld "
+		"undone\n", n_captures, n_graph_launches, n_plans, n_r2c,
+		n_kernels, n_registered, n_unregistered);
 }
 
 __attribute__((constructor)) static void mock_init(void)
@@ -309,6 +312,29 @@ extern "C" cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
 extern "C" cudaError_t cudaFreeHost(void *p)
 {
 	free(p);
+	return cudaSuccess;
+}
+
+/* MELPIPE_MOCK_FAIL_REGISTER=1: cudaHostRegister fails as where
+ * RLIMIT_MEMLOCK is too low (cudaErrorMemoryAllocation). */
+extern "C" cudaError_t cudaHostRegister(void *p, size_t n, unsigned int flags)
+{
+	const char *e = getenv("MELPIPE_MOCK_FAIL_REGISTER");
+
+	(void)flags;
+	if (!p || !n)
+		return fail(cudaErrorInvalidValue);
+	if (e && *e == '1')
+		return fail(cudaErrorMemoryAllocation);
+	n_registered++;
+	return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaHostUnregister(void *p)
+{
+	if (!p)
+		return fail(cudaErrorInvalidValue);
+	n_unregistered++;
 	return cudaSuccess;
 }
 

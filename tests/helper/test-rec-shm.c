@@ -14,6 +14,12 @@
  *   test-rec-shm full   a writer faster than its reader (another
  *                       process): the ring fills, payloads go inline
  *                       while it is full, every record arrives intact
+ *   test-rec-shm corrupt  writes a stream of 16 kHz audio records to
+ *                       standard output, offering a ring to whatever
+ *                       reads it, and changes one byte of the first
+ *                       payload that goes by reference after its record
+ *                       is made, before the reader can see it: a reader
+ *                       must refuse it (gpumel: on the GPU)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -622,6 +628,56 @@ static void test_full(void)
 	rec_header_free(h);
 }
 
+/* test-rec-shm corrupt: see the top of the file. */
+static int corrupt_writer(void)
+{
+	static int16_t a[BIG / 2];
+	rec_writer_opts wo = { .shm = 2, .name = "stdout" };
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	rec_shm_report rep;
+	uint64_t refs = 0;
+	int flipped = 0;
+
+	if (rec_header_add(h, "sample_rate", "16000") ||
+	    rec_writer_open(&w, STDOUT_FILENO, h, &wo) || rec_writer_flush(w))
+		return 2;
+	for (unsigned i = 0; i < 4000 && (!flipped || i < 600); i++) {
+		rec_item ia = audio(i, a, BIG / 2, i);
+		void *ptr;
+
+		/* rec_write until references go (it offers the ring), then
+		 * one made in place in the ring, changed once it is made */
+		if (!refs && rec_write(w, &ia))
+			return 3;
+		if (refs && (rec_write_reserve(w, BIG, &ptr) ||
+			     (memcpy(ptr, a, BIG), rec_write_commit(w, &ia))))
+			return 3;
+		rec_writer_shm(w, &rep);
+		if (refs && !flipped && rep.records > refs) {
+			((unsigned char *)ptr)[4321] ^= 0x10;
+			flipped = 1;
+			fprintf(stderr, "test-rec-shm: clip %u changed in the "
+				"ring\n", i);
+		}
+		refs = rep.records;
+		if (rec_writer_flush(w))
+			return 0; /* the reader stopped: expected */
+		/* a reader may read ahead megabytes before it attaches:
+		 * slowly, until it does */
+		if (!refs && i >= 8)
+			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	if (!flipped) {
+		fprintf(stderr, "test-rec-shm: no reference went: %s\n", rep.why);
+		return 4;
+	}
+	rec_writer_finish(w);
+	rec_writer_close(w);
+	rec_header_free(h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -632,8 +688,10 @@ int main(int argc, char **argv)
 		test_deferred();
 	} else if (argc == 2 && !strcmp(argv[1], "full")) {
 		test_full();
+	} else if (argc == 2 && !strcmp(argv[1], "corrupt")) {
+		return corrupt_writer();
 	} else {
-		fprintf(stderr, "usage: test-rec-shm unit|full\n");
+		fprintf(stderr, "usage: test-rec-shm unit|full|corrupt\n");
 		return 2;
 	}
 	return tap_done();

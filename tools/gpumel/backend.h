@@ -224,6 +224,19 @@ typedef struct mel_crc {
 	uint32_t want, got;
 } mel_crc;
 
+/*
+ * Samples a batch takes from host memory outside in (a backend with
+ * copies): bytes of in's [off, off + bytes) come from src, which stays
+ * valid and unchanged until wait returns the batch. The host loop leaves
+ * those bytes of in unwritten; the backend copies them from src to where
+ * in's would go (the GPU: by DMA from memory registered with
+ * host_register). Sorted by off, not overlapping.
+ */
+typedef struct mel_copy {
+	const void *src;
+	uint64_t off, bytes;
+} mel_copy;
+
 typedef struct mel_batch {
 	int in_dtype;        /* REC_S16 or REC_F32 */
 	size_t n;            /* records in this batch */
@@ -234,6 +247,13 @@ typedef struct mel_batch {
 	void *out;           /* features in the output dtype; out_cap bytes */
 	size_t out_cap;
 	void *user;          /* the host loop's own per-batch state */
+	/* A backend with copies: the host loop's (copy: its own memory) */
+	mel_copy *copy;
+	size_t n_copy;
+	/* and the payloads to check, in the backend's memory (batch_alloc:
+	 * cap_recs of them; NULL without copies) */
+	mel_crc *crc;
+	size_t n_crc;
 } mel_batch;
 
 /*
@@ -268,6 +288,15 @@ struct mel_backend {
 	/* Frees everything; accepts NULL. */
 	void (*destroy)(mel_backend *be);
 	void *ctx;
+	/* 1: the backend takes a batch's copy[] and checks its crc[] (the
+	 * CUDA backend); 0: neither, and the three below are NULL. */
+	int copies;
+	/* Registers host memory that copies come from (len bytes at p,
+	 * mapped for as long as it stays registered) so that the device
+	 * reads it by DMA: 0, or -1 (err set: the memory is then copied
+	 * from by the host). unregister undoes it, before p is unmapped. */
+	int (*host_register)(mel_backend *be, const void *p, size_t len);
+	void (*host_unregister)(mel_backend *be, const void *p);
 };
 
 /* The CPU backend (FFTW3f, nthreads threads). */

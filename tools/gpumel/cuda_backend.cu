@@ -339,6 +339,29 @@ static int choose_path(cu_ctx *c)
 	return -1;
 }
 
+/* Rings of shared memory that batches copy payloads from (backend.h):
+ * pinned where they are, so that the copies are DMA from them. */
+static int cu_host_register(mel_backend *be, const void *p, size_t len)
+{
+	cu_ctx *c = (cu_ctx *)be->ctx;
+
+	if (cu_select_device(c) < 0)
+		return -1;
+	return cu_ok(c, cudaHostRegister((void *)p, len,
+					 cudaHostRegisterDefault),
+		     "cudaHostRegister of a ring of shared memory (%zu "
+		     "bytes)", len);
+}
+
+static void cu_host_unregister(mel_backend *be, const void *p)
+{
+	cu_ctx *c = (cu_ctx *)be->ctx;
+
+	if (cu_select_device(c) == 0)
+		cu_ok(c, cudaHostUnregister((void *)p),
+		      "cudaHostUnregister of a ring of shared memory");
+}
+
 /*
  * The CUDA backend (see backend.h). batch_hint is not used: gpumel sizes
  * its batches itself and the backend sizes everything from batch_alloc.
@@ -382,6 +405,9 @@ CU_EXPORT int mel_cuda_open(const mel_params *p, const mel_fb *fb, int device,
 	be->submit = cu_submit;
 	be->wait = cu_wait;
 	be->destroy = cu_destroy;
+	be->copies = 1;
+	be->host_register = cu_host_register;
+	be->host_unregister = cu_host_unregister;
 	*out = be;
 	return 0;
 }

@@ -44,6 +44,7 @@ typedef struct cu_shape {
 	uint32_t frames;
 	size_t in_bytes;       /* samples to copy in */
 	size_t out_bytes;      /* features to copy out */
+	int parts;             /* what the graph of this shape holds (W_*) */
 } cu_shape;
 
 typedef struct cu_batch {
@@ -53,10 +54,15 @@ typedef struct cu_batch {
 	void *h_in, *h_out;
 	mel_rec *h_rec;
 	uint32_t *h_tab;       /* frame_base[n], then frame_rec[frames] */
+	mel_crc *h_crc;        /* payloads to check: cap_recs of them */
+	/* as submitted: the copies from outside h_in, the payloads to check */
+	const mel_copy *copy;
+	size_t n_copy, n_crc;
 	/* device buffers */
 	void *d_in, *d_out;
 	mel_rec *d_rec;
 	uint32_t *d_tab, *d_key;
+	mel_crc *d_crc;
 	float *d_frames, *d_spec; /* cuFFT path: one chunk of frames */
 	float *d_bands;        /* MFCC: max_frames frames of n_bands */
 	void *d_work;          /* cuFFT work area, shared by the plans */

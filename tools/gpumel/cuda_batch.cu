@@ -33,6 +33,8 @@ void cu_free_batch(cu_ctx *c, cu_batch *cb)
 	cu_dev_free(c, cb->d_rec);
 	cu_dev_free(c, cb->d_out);
 	cu_dev_free(c, cb->d_in);
+	cu_dev_free(c, cb->d_crc);
+	cu_host_free(c, cb->h_crc);
 	cu_host_free(c, cb->h_tab);
 	cu_host_free(c, cb->h_rec);
 	cu_host_free(c, cb->h_out);
@@ -108,14 +110,18 @@ static int alloc_buffers(cu_ctx *c, cu_batch *cb)
 	if (cu_host_alloc(c, &cb->h_in, cb->in_cap, "batch samples") < 0 ||
 	    cu_host_alloc(c, &cb->h_out, cb->out_cap, "batch features") < 0 ||
 	    cu_host_alloc(c, (void **)&cb->h_rec, recs, "batch records") < 0 ||
-	    cu_host_alloc(c, (void **)&cb->h_tab, tab, "frame tables") < 0)
+	    cu_host_alloc(c, (void **)&cb->h_tab, tab, "frame tables") < 0 ||
+	    cu_host_alloc(c, (void **)&cb->h_crc, cb->cap_recs *
+			  sizeof(mel_crc), "payload checks") < 0)
 		return -1;
 	if (cu_dev_alloc(c, &cb->d_in, cb->in_cap, "batch samples") < 0 ||
 	    cu_dev_alloc(c, &cb->d_out, cb->out_cap, "batch features") < 0 ||
 	    cu_dev_alloc(c, (void **)&cb->d_rec, recs, "batch records") < 0 ||
 	    cu_dev_alloc(c, (void **)&cb->d_tab, tab, "frame tables") < 0 ||
 	    cu_dev_alloc(c, (void **)&cb->d_key,
-			 cb->cap_recs * sizeof(uint32_t), "record maxima") < 0)
+			 cb->cap_recs * sizeof(uint32_t), "record maxima") < 0 ||
+	    cu_dev_alloc(c, (void **)&cb->d_crc,
+			 cb->cap_recs * sizeof(mel_crc), "payload checks") < 0)
 		return -1;
 	/* defined contents for gaps between records, should a host loop
 	 * leave any, that the copy out would carry; on the batch's stream,
@@ -170,6 +176,8 @@ int cu_batch_alloc(mel_backend *be, mel_batch *b, size_t in_cap,
 	b->rec = cb->h_rec;
 	b->cap_recs = cap_recs;
 	b->n = 0;
+	b->crc = cb->h_crc;
+	b->n_crc = 0;
 	return 0;
 }
 
@@ -189,5 +197,7 @@ void cu_batch_free(mel_backend *be, mel_batch *b)
 	cu_free_batch(c, cb);
 	b->in = b->out = NULL;
 	b->rec = NULL;
+	b->crc = NULL;
+	b->n_crc = 0;
 	b->in_cap = b->out_cap = b->cap_recs = b->n = 0;
 }

@@ -25,8 +25,9 @@
 #include "../../lib/rec.h"
 #include "cuda_backend.h"
 
-/* The parts of a batch's work (enqueue_work). */
-enum { W_IN = 1, W_COMPUTE = 2, W_OUT = 4, W_ALL = 7 };
+/* The parts of a batch's work (enqueue_work). W_CRC: the payloads' CRCs,
+ * computed where they landed and copied back to h_crc. */
+enum { W_IN = 1, W_COMPUTE = 2, W_OUT = 4, W_ALL = 7, W_CRC = 8 };
 
 static int bad_record(cu_ctx *c, size_t r, const mel_rec *R,
 		      const char *what)
@@ -35,6 +36,36 @@ static int bad_record(cu_ctx *c, size_t r, const mel_rec *R,
 		"%llu): %s", r, R->n_samples, (unsigned long long)R->in_off,
 		R->n_frames, (unsigned long long)R->out_off, what);
 	return -1;
+}
+
+/* The batch's copies from outside h_in (sorted, apart, inside in) and
+ * the count of its payload checks, kept for enqueue_work. */
+static int check_copies(cu_ctx *c, cu_batch *cb, const mel_batch *b)
+{
+	uint64_t end = 0;
+
+	if (b->n_crc > cb->cap_recs || (b->n_crc && b->crc != cb->h_crc)) {
+		cu_set_err(c, "batch payload checks (%zu) are not what "
+			"batch_alloc gave", b->n_crc);
+		return -1;
+	}
+	for (size_t i = 0; i < b->n_copy; i++) {
+		const mel_copy *k = &b->copy[i];
+
+		if (k->off < end || k->off > cb->in_cap ||
+		    k->bytes > cb->in_cap - k->off || !k->src) {
+			cu_set_err(c, "batch copy %zu (%llu bytes to %llu) "
+				"overlaps the one before or leaves the batch",
+				i, (unsigned long long)k->bytes,
+				(unsigned long long)k->off);
+			return -1;
+		}
+		end = k->off + k->bytes;
+	}
+	cb->copy = b->copy;
+	cb->n_copy = b->n_copy;
+	cb->n_crc = b->n_crc;
+	return 0;
 }
 
 /* Checks every record against the buffers (the kernels trust them), builds
@@ -57,6 +88,8 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 	}
 	in_elems = cb->in_cap / esz;
 	out_elems = cb->out_cap / c->out_size;
+	if (check_copies(c, cb, b) < 0)
+		return -1;
 	for (size_t r = 0; r < b->n; r++) {
 		const mel_rec *R = &b->rec[r];
 		uint64_t cells = (uint64_t)mel_n_rows(&c->p) * R->n_frames;
@@ -83,6 +116,18 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 	cb->shape.frames = (uint32_t)F;
 	cb->shape.in_bytes = in_end * esz;
 	cb->shape.out_bytes = out_end * c->out_size;
+	/* a batch with copies from outside h_in (or CRCs) runs its input
+	 * directly, so that the graph holds what every batch repeats */
+	cb->shape.parts = cb->n_copy || cb->n_crc ? W_COMPUTE | W_OUT : W_ALL;
+	for (size_t i = 0; i < cb->n_crc; i++)
+		if (b->crc[i].off > cb->shape.in_bytes ||
+		    b->crc[i].len > cb->shape.in_bytes - b->crc[i].off) {
+			cu_set_err(c, "payload check %zu (%llu bytes at %llu) "
+				"outside the batch's samples", i,
+				(unsigned long long)b->crc[i].len,
+				(unsigned long long)b->crc[i].off);
+			return -1;
+		}
 	if (!c->fused && F && cu_ensure_plans(c, cb, (uint32_t)F) < 0)
 		return -1;
 	return 0;
@@ -169,6 +214,60 @@ static int compute(cu_ctx *c, cu_batch *cb)
 	return 0;
 }
 
+static int h2d(cu_ctx *c, cu_batch *cb, uint64_t off, const void *src,
+	       uint64_t bytes, const char *what)
+{
+	return cu_ok(c, cudaMemcpyAsync((char *)cb->d_in + off, src, bytes,
+					cudaMemcpyHostToDevice, cb->stream),
+		     "cudaMemcpyAsync (%s, %llu bytes)", what,
+		     (unsigned long long)bytes);
+}
+
+/* The samples to the device: h_in's, and the copies' from outside it
+ * (registered rings: DMA) where they go, h_in's bytes between them. */
+static int copy_samples(cu_ctx *c, cu_batch *cb)
+{
+	uint64_t at = 0, end = cb->shape.in_bytes;
+
+	for (size_t i = 0; i < cb->n_copy && at < end; i++) {
+		const mel_copy *k = &cb->copy[i];
+		uint64_t n = k->off + k->bytes > end ? end - k->off : k->bytes;
+
+		if (k->off > at && h2d(c, cb, at, (char *)cb->h_in + at,
+				       k->off - at, "samples") < 0)
+			return -1;
+		if (k->off < end && h2d(c, cb, k->off, k->src, n,
+					"samples from shared memory") < 0)
+			return -1;
+		at = k->off + k->bytes;
+	}
+	if (at < end && h2d(c, cb, at, (char *)cb->h_in + at, end - at,
+			    "samples") < 0)
+		return -1;
+	return 0;
+}
+
+/* The payloads' CRC32C on the device, back in h_crc for the host. */
+static int check_payloads(cu_ctx *c, cu_batch *cb)
+{
+	size_t bytes = cb->n_crc * sizeof(mel_crc);
+	cudaStream_t s = cb->stream;
+
+	if (cu_ok(c, cudaMemcpyAsync(cb->d_crc, cb->h_crc, bytes,
+				     cudaMemcpyHostToDevice, s),
+		  "cudaMemcpyAsync (payload checks, %zu bytes)", bytes) < 0 ||
+	    cu_ok(c, mel_cuda_launch_crc32c((const unsigned char *)cb->d_in,
+					    cb->d_crc, (uint32_t)cb->n_crc, s),
+		  "launching the CRC32C kernel (%zu payloads)", cb->n_crc) <
+		    0 ||
+	    cu_ok(c, cudaMemcpyAsync(cb->h_crc, cb->d_crc, bytes,
+				     cudaMemcpyDeviceToHost, s),
+		  "cudaMemcpyAsync (payload checks back, %zu bytes)", bytes) <
+		    0)
+		return -1;
+	return 0;
+}
+
 /* Enqueues the parts of the batch's work named by what on its stream. */
 static int enqueue_work(cu_ctx *c, cu_batch *cb, int what)
 {
@@ -186,10 +285,9 @@ static int enqueue_work(cu_ctx *c, cu_batch *cb, int what)
 				      cudaMemcpyHostToDevice, s),
 		   "cudaMemcpyAsync (frame tables, %zu bytes)", tab) < 0))
 		return -1;
-	if ((what & W_IN) && sh->in_bytes &&
-	    cu_ok(c, cudaMemcpyAsync(cb->d_in, cb->h_in, sh->in_bytes,
-				     cudaMemcpyHostToDevice, s),
-		  "cudaMemcpyAsync (samples, %zu bytes)", sh->in_bytes) < 0)
+	if ((what & W_IN) && sh->in_bytes && copy_samples(c, cb) < 0)
+		return -1;
+	if ((what & W_CRC) && cb->n_crc && check_payloads(c, cb) < 0)
 		return -1;
 	if ((what & W_COMPUTE) && sh->frames && compute(c, cb) < 0)
 		return -1;
@@ -205,7 +303,7 @@ static int same_shape(const cu_shape *x, const cu_shape *y)
 {
 	return x->in_dtype == y->in_dtype && x->n == y->n &&
 	       x->frames == y->frames && x->in_bytes == y->in_bytes &&
-	       x->out_bytes == y->out_bytes;
+	       x->out_bytes == y->out_bytes && x->parts == y->parts;
 }
 
 /* Captures the batch's whole work into cb->gexec. On failure graphs are
@@ -221,7 +319,7 @@ static int capture(cu_ctx *c, cu_batch *cb)
 				   cudaStreamCaptureModeThreadLocal) !=
 	    cudaSuccess)
 		goto fail;
-	ok = enqueue_work(c, cb, W_ALL) == 0;
+	ok = enqueue_work(c, cb, cb->shape.parts) == 0;
 	if (cudaStreamEndCapture(cb->stream, &g) != cudaSuccess || !ok || !g)
 		goto fail;
 	if (cudaGraphInstantiate(&x, g, 0) != cudaSuccess)
@@ -245,6 +343,11 @@ fail:
  * graph when the shape repeats, else direct launches. */
 static int run_batch(cu_ctx *c, cu_batch *cb)
 {
+	int direct = W_ALL & ~cb->shape.parts;
+
+	/* what the graph does not hold, first: the input, the CRCs */
+	if (direct && enqueue_work(c, cb, direct | W_CRC) < 0)
+		return -1;
 	if (c->graphs) {
 		int repeat = cb->have_last && same_shape(&cb->last, &cb->shape);
 
@@ -257,7 +360,7 @@ static int run_batch(cu_ctx *c, cu_batch *cb)
 			return cu_ok(c, cudaGraphLaunch(cb->gexec, cb->stream),
 				     "cudaGraphLaunch");
 	}
-	return enqueue_work(c, cb, W_ALL);
+	return enqueue_work(c, cb, cb->shape.parts);
 }
 
 int cu_submit(mel_backend *be, mel_batch *b)

@@ -97,6 +97,28 @@ static const char *item_name(const struct loop *lp, uint64_t n)
 		       : prog_plural(n, "clip", "clips");
 }
 
+/* -v: where the payloads that came by reference went to the device
+ * from, and who checked their CRCs. */
+static void report_dma(const struct loop *lp)
+{
+	const struct stats *st = &lp->st;
+	char b[32], h[32];
+
+	if (!lp->dma || !st->dma)
+		return;
+	prog_human_bytes(b, sizeof(b), st->dma_bytes);
+	prog_human_bytes(h, sizeof(h), st->dma_host);
+	if (!st->dma_host)
+		prog_info("shared memory to the GPU: %" PRIu64 " payloads (%s) "
+			  "copied from the rings by DMA in %" PRIu64 " copies, "
+			  "their CRCs checked on the GPU", st->dma, b,
+			  st->dma_copies);
+	else
+		prog_info("shared memory to the GPU: %" PRIu64 " payloads (%s),"
+			  " %s of them copied by the CPU (%s), their CRCs "
+			  "checked on the GPU", st->dma, b, h, lp->reg_why);
+}
+
 static void report(const struct loop *lp, double t_total)
 {
 	const struct stats *st = &lp->st;
@@ -122,6 +144,7 @@ static void report(const struct loop *lp, double t_total)
 			  rec_writer_wait(lp->wr));
 		prog_report_spliced(lp->wr);
 		prog_report_shm_in(lp->rd);
+		report_dma(lp);
 		prog_report_shm_out(lp->wr);
 	}
 	prog_warn("done %" PRIu64 " %s, skipped %" PRIu64 " (%" PRIu64
@@ -146,9 +169,12 @@ struct run {
 static int open_streams(struct run *r, const struct options *o,
 			mel_params *p)
 {
+	/* the GPU checks the CRCs of payloads in shared memory where it
+	 * copies them to (a CPU backend's are checked as they are packed) */
 	rec_reader_opts ro = { .name = o->input ? o->input : "stdin",
 			       .read_ahead = 1, .unaligned = 1,
-			       .shm = prog_shm() };
+			       .shm = prog_shm(),
+			       .defer_shm_crc = o->device != DEV_CPU };
 	double sr;
 	int err;
 
@@ -272,6 +298,7 @@ static int run_stream(struct run *r, const struct options *o,
 	lp->out_size = rec_dtype_size(p->out_dtype);
 	lp->batch_recs = o->batch;
 	lp->target_in = BATCH_BYTES;
+	lp->dma = r->be->copies;
 	if (loop_init(lp, (size_t)r->be->depth + 3) < 0) {
 		prog_err("out of memory for the batches");
 		return -1;

@@ -3,6 +3,7 @@
  * through, the compute loop (the main thread, driving the backend) and the
  * writer thread (see loop.h).
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,12 +220,45 @@ static void do_resize(struct loop *lp, struct hbatch *hb)
 	}
 }
 
+/* Releases the slots of the payloads hb took from the rings. */
+static void release_holds(struct hbatch *hb)
+{
+	for (size_t i = 0; i < hb->n_hold; i++)
+		rec_hold_release(&hb->hold[i]);
+	hb->n_hold = 0;
+}
+
+/* The CRCs the backend computed of the payloads hb took from the rings,
+ * against those the records carry: 0, or -1 after loop_fail() naming the
+ * first payload that differs (changed in the ring after it was sent). */
+static int check_crcs(struct loop *lp, struct hbatch *hb)
+{
+	const mel_batch *b = &hb->mb;
+
+	for (size_t i = 0; i < b->n_crc; i++) {
+		const mel_crc *k = &b->crc[i];
+		const struct entry *e = &hb->ent[hb->crc_ent[i]];
+
+		if (k->got == k->want)
+			continue;
+		loop_fail(lp, "clip %" PRIu64 " ('%.*s'): checksum mismatch of "
+			  "a payload in shared memory, %" PRIu64 " bytes "
+			  "(its CRC32C must be 0x%08" PRIx32 ", the %s computed "
+			  "0x%08" PRIx32 "): changed after it was sent",
+			  e->clip, (int)e->key_len, hb->arena + e->key_off,
+			  k->len, k->want, lp->be->name, k->got);
+		return -1;
+	}
+	return 0;
+}
+
 /* Waits for the oldest batch in flight. */
 static int collect(struct loop *lp, int *inflight)
 {
 	mel_batch *done = NULL;
 	double t0 = prog_now();
 	int err = lp->be->wait(lp->be, &done);
+	struct hbatch *hb;
 
 	lp->st.t_compute += prog_now() - t0;
 	if (err < 0 || !done) {
@@ -232,15 +266,63 @@ static int collect(struct loop *lp, int *inflight)
 			  "backend lost a batch");
 		return -1;
 	}
-	((struct hbatch *)done->user)->done = 1;
+	hb = done->user;
+	release_holds(hb);
+	if (check_crcs(lp, hb) < 0)
+		return -1;
+	hb->done = 1;
 	(*inflight)--;
 	return 0;
+}
+
+/* Whether the ring area p (bytes) is registered with the backend,
+ * registering it the first time. */
+static int registered(struct loop *lp, const void *p, uint64_t bytes)
+{
+	unsigned i;
+
+	for (i = 0; i < lp->n_reg; i++)
+		if (lp->reg[i].p == p)
+			return lp->reg[i].ok;
+	if (i == DMA_AREAS)
+		return 0;
+	lp->reg[i].p = p;
+	lp->reg[i].bytes = bytes;
+	lp->reg[i].ok = lp->be->host_register(lp->be, p, bytes) == 0;
+	if (!lp->reg[i].ok)
+		snprintf(lp->reg_why, sizeof(lp->reg_why), "%s", lp->be->err);
+	lp->n_reg++;
+	return lp->reg[i].ok;
+}
+
+/* The copies of hb's payloads from the rings: left to the backend when
+ * every ring it uses is registered with it, else made here (the GPU
+ * still checks the CRCs where the samples land). */
+static void place_copies(struct loop *lp, struct hbatch *hb)
+{
+	mel_batch *b = &hb->mb;
+	int all = 1;
+
+	for (unsigned i = 0; i < hb->n_area; i++)
+		all &= registered(lp, hb->area[i], hb->area_bytes[i]);
+	if (all)
+		return;
+	for (size_t i = 0; i < b->n_copy; i++) {
+		memcpy((char *)b->in + b->copy[i].off, b->copy[i].src,
+		       b->copy[i].bytes);
+		lp->st.dma_host += b->copy[i].bytes;
+	}
+	b->n_copy = 0;
 }
 
 static int submit(struct loop *lp, struct hbatch *hb, int *inflight)
 {
 	double t0 = prog_now();
-	int err = lp->be->submit(lp->be, &hb->mb);
+	int err;
+
+	if (hb->mb.n_copy)
+		place_copies(lp, hb);
+	err = lp->be->submit(lp->be, &hb->mb);
 
 	lp->st.t_compute += prog_now() - t0;
 	if (err < 0) {
@@ -323,11 +405,20 @@ void loop_free(struct loop *lp)
 	struct queue *qs[] = { &lp->free_q, &lp->ready_q, &lp->done_q };
 
 	for (size_t i = 0; lp->hb && i < lp->n_hb; i++) {
+		release_holds(&lp->hb[i]);
 		if (lp->hb[i].allocated)
 			lp->be->batch_free(lp->be, &lp->hb[i].mb);
 		free(lp->hb[i].ent);
 		free(lp->hb[i].arena);
+		free(lp->hb[i].hold);
+		free(lp->hb[i].mb.copy);
+		free(lp->hb[i].crc_ent);
 	}
+	/* before the reader unmaps the rings */
+	for (unsigned i = 0; i < lp->n_reg; i++)
+		if (lp->reg[i].ok)
+			lp->be->host_unregister(lp->be, lp->reg[i].p);
+	lp->n_reg = 0;
 	free(lp->hb);
 	free(lp->pad);
 	pieces_free(&lp->pc);

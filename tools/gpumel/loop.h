@@ -30,6 +30,7 @@
 #define BATCH_BYTES (8u << 20)
 
 #define ENTRY_SOURCE 2 /* entry.skipped of a source record passed on */
+#define DMA_AREAS 8    /* rings of shared memory in one stream at most */
 
 /* One record leaving in a batch, in stream order. */
 struct entry {
@@ -59,6 +60,17 @@ struct hbatch {
 	/* A request from the reader to the compute thread to grow mb. */
 	int resize;
 	size_t want_in, want_out, want_recs;
+	/* Payloads it takes from the rings of shared memory (lp->dma): their
+	 * slots, held until the backend is done with the batch, the copies
+	 * (mb.copy), the entry each CRC (mb.crc) is of, the rings' areas. */
+	rec_hold *hold;
+	size_t n_hold, cap_hold;
+	size_t cap_copy;
+	size_t *crc_ent;
+	size_t cap_crc_ent;
+	const void *area[DMA_AREAS];
+	uint64_t area_bytes[DMA_AREAS];
+	unsigned n_area;
 };
 
 struct queue {
@@ -101,6 +113,10 @@ struct stats {
 	double t_out_blocked, t_alloc;            /* reader, waiting */
 	double t_compute, t_starved;              /* compute */
 	double t_write;                           /* writer */
+	/* payloads by reference taken from the rings by the backend: how
+	 * many, their bytes, the copies they made (adjacent ones are one),
+	 * those the host copied because a ring could not be registered */
+	uint64_t dma, dma_bytes, dma_copies, dma_host;
 };
 
 struct loop {
@@ -126,6 +142,18 @@ struct loop {
 	size_t pad_cap;
 	struct pieces pc;      /* reader: the item in pieces, if any */
 	struct stats st;
+	/* The backend copies s16 payloads that came by reference straight
+	 * from their ring and checks their CRCs (be->copies, the reader
+	 * defers them): set by the caller. The compute thread registers each
+	 * ring's area with the backend when a batch first uses it. */
+	int dma;
+	struct {
+		const void *p;
+		uint64_t bytes;
+		int ok;
+	} reg[DMA_AREAS];
+	unsigned n_reg;
+	char reg_why[512];     /* why a ring could not be registered */
 };
 
 /* Stops every thread; the first message wins. */

@@ -37,6 +37,11 @@ static int grow(void **v, size_t *cap, size_t need, size_t sz)
 
 static void hb_reset(struct hbatch *hb)
 {
+	/* (its holds were released when the backend returned it) */
+	hb->n_hold = 0;
+	hb->n_area = 0;
+	hb->mb.n_copy = 0;
+	hb->mb.n_crc = 0;
 	hb->n_ent = 0;
 	hb->arena_len = 0;
 	hb->in_used = 0;
@@ -272,6 +277,88 @@ int convert_samples(void *dst, const rec_item *it, size_t from, size_t n,
 	return is_finite_f32(dst, n, bad) ? 0 : -1;
 }
 
+/* The payload CRC of the record read last, when the reader left it to
+ * gpumel and it is not taken by the backend: checked here, now, before
+ * its samples are used. 0, or -1 after loop_fail(). */
+static int crc_now(struct loop *lp)
+{
+	int err = rec_reader_check_crc(lp->rd);
+
+	if (err)
+		loop_fail(lp, "%s", rec_reader_detail(lp->rd));
+	return err ? -1 : 0;
+}
+
+/* Notes the ring area of h in hb (the compute thread registers it). */
+static int add_area(struct hbatch *hb, const rec_hold *h)
+{
+	uint64_t bytes;
+	const void *p = rec_hold_area(h, &bytes);
+
+	for (unsigned i = 0; i < hb->n_area; i++)
+		if (hb->area[i] == p)
+			return 0;
+	if (hb->n_area == DMA_AREAS)
+		return -1;
+	hb->area[hb->n_area] = p;
+	hb->area_bytes[hb->n_area++] = bytes;
+	return 0;
+}
+
+/*
+ * The payload of it (it->data_len bytes) into hb's samples at byte off,
+ * left where it lies when it came by reference in a ring: hb holds its
+ * slot, the backend copies it from there (by DMA) and checks its CRC
+ * where it lands (entry ent names it). 1 when taken so; 0 when it came
+ * inline (its CRC checked already, the caller copies it); -1 on abort.
+ */
+static int take_payload(struct loop *lp, struct hbatch *hb,
+			const rec_item *it, uint64_t off, size_t ent)
+{
+	mel_batch *b = &hb->mb;
+	uint32_t want;
+	mel_copy *c;
+	rec_hold h;
+
+	if (!lp->dma || !rec_reader_hold(lp->rd, &h))
+		return 0;
+	if (grow((void **)&hb->hold, &hb->cap_hold, hb->n_hold + 1,
+		 sizeof(*hb->hold)) < 0 ||
+	    grow((void **)&b->copy, &hb->cap_copy, b->n_copy + 1,
+		 sizeof(*b->copy)) < 0 ||
+	    grow((void **)&hb->crc_ent, &hb->cap_crc_ent, b->n_crc + 1,
+		 sizeof(*hb->crc_ent)) < 0 || add_area(hb, &h) < 0) {
+		rec_hold_release(&h);
+		loop_fail(lp, "out of memory for a batch's copies (or more "
+			  "than %d rings)", DMA_AREAS);
+		return -1;
+	}
+	hb->hold[hb->n_hold++] = h;
+	if (rec_reader_take_crc(lp->rd, &want)) {
+		mel_crc *k = &b->crc[b->n_crc];
+
+		k->off = off;
+		k->len = it->data_len;
+		k->want = want;
+		k->got = 0;
+		hb->crc_ent[b->n_crc++] = ent;
+	}
+	c = b->n_copy ? &b->copy[b->n_copy - 1] : NULL;
+	if (c && (const char *)c->src + c->bytes == (const char *)it->data &&
+	    c->off + c->bytes == off) {
+		c->bytes += it->data_len;
+	} else {
+		c = &b->copy[b->n_copy++];
+		c->src = it->data;
+		c->off = off;
+		c->bytes = it->data_len;
+		lp->st.dma_copies++;
+	}
+	lp->st.dma++;
+	lp->st.dma_bytes += it->data_len;
+	return 1;
+}
+
 /* Copies (converts) the samples of it to dst. Returns 0, or -1 (reason
  * set) when a sample is not finite. */
 static int copy_samples(void *dst, const rec_item *it, char *reason,
@@ -359,10 +446,11 @@ int make_room(struct loop *lp, struct hbatch **cur, int dt, size_t n,
 }
 
 /* Puts a usable audio record into a batch: 0, -1 on abort, 1 when a
- * sample turns out not to be finite (reason set). */
+ * sample turns out not to be finite (reason set). whole: it is the record
+ * read last, not a window cut from it (whose samples may be a copy). */
 static int place_audio(struct loop *lp, struct hbatch **cur,
-		       const rec_item *it, uint64_t nf, char *reason,
-		       size_t rlen)
+		       const rec_item *it, uint64_t nf, int whole,
+		       char *reason, size_t rlen)
 {
 	int dt = it->dtype == REC_S16 ? REC_S16 : REC_F32;
 	size_t isz = dt == REC_S16 ? 2 : 4;
@@ -370,11 +458,18 @@ static int place_audio(struct loop *lp, struct hbatch **cur,
 	struct entry *e;
 	mel_rec *r;
 
+	int taken = 0;
+
 	if (make_room(lp, cur, dt, it->dim0, nf, 1) < 0)
 		return -1;
 	hb = *cur;
-	if (copy_samples((char *)hb->mb.in + hb->in_used * isz, it, reason,
-			 rlen) < 0)
+	/* f32 samples are checked for NaN as they are copied: not taken */
+	if (whole && it->dtype == REC_S16)
+		taken = take_payload(lp, hb, it, hb->in_used * isz, hb->n_ent);
+	if (taken < 0 || (!taken && crc_now(lp) < 0))
+		return -1;
+	if (!taken && copy_samples((char *)hb->mb.in + hb->in_used * isz, it,
+				   reason, rlen) < 0)
 		return 1;
 	hb->mb.in_dtype = dt;
 	r = &hb->mb.rec[hb->mb.n];
@@ -395,8 +490,10 @@ static int place_audio(struct loop *lp, struct hbatch **cur,
 	return 0;
 }
 
-/* An audio record: into a batch, or a skipped record naming why. */
-static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it)
+/* An audio record (whole: as read, else a window of one): into a batch,
+ * or a skipped record naming why. */
+static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it,
+		     int whole)
 {
 	char reason[256];
 	uint64_t nf = mel_n_frames(&lp->p, it->dim0);
@@ -405,7 +502,8 @@ static int add_audio(struct loop *lp, struct hbatch **cur, const rec_item *it)
 
 	lp->st.audio++;
 	if (!why) {
-		r = place_audio(lp, cur, it, nf, reason, sizeof(reason));
+		r = place_audio(lp, cur, it, nf, whole, reason,
+				sizeof(reason));
 		if (r <= 0)
 			return r;
 		why = reason;
@@ -425,7 +523,7 @@ static int add_one(const rec_item *win, void *arg)
 {
 	struct one_args *a = arg;
 
-	return add_audio(a->lp, a->cur, win) < 0 ? 1 : 0;
+	return add_audio(a->lp, a->cur, win, 0) < 0 ? 1 : 0;
 }
 
 /* The windows of a windows record, one at a time, as audio records: for
@@ -435,7 +533,11 @@ static int add_windows_one_by_one(struct loop *lp, struct hbatch **cur,
 				  const rec_item *it)
 {
 	struct one_args a = { lp, cur };
-	int err = rec_each_window(it, &lp->pad, &lp->pad_cap, add_one, &a);
+	int err;
+
+	if (crc_now(lp) < 0)
+		return -1;
+	err = rec_each_window(it, &lp->pad, &lp->pad_cap, add_one, &a);
 
 	if (err < 0) /* (1: add_audio failed and said why) */
 		loop_fail(lp, "record %" PRIu64 " ('%.*s'): %s",
@@ -464,6 +566,7 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 	char reason[256];
 	rec_item probe = *it;
 	struct hbatch *hb;
+	int taken = 0;
 
 	probe.dim0 = it->win_len;
 	/* a record too big for one batch goes window by window too */
@@ -475,8 +578,12 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 	if (make_room(lp, cur, dt, n, nf * it->n_windows, it->n_windows) < 0)
 		return -1;
 	hb = *cur;
-	if (copy_samples((char *)hb->mb.in + hb->in_used * isz, it, reason,
-			 sizeof(reason)) < 0)
+	if (it->dtype == REC_S16)
+		taken = take_payload(lp, hb, it, hb->in_used * isz, hb->n_ent);
+	if (taken < 0 || (!taken && crc_now(lp) < 0))
+		return -1;
+	if (!taken && copy_samples((char *)hb->mb.in + hb->in_used * isz, it,
+				   reason, sizeof(reason)) < 0)
 		return add_windows_one_by_one(lp, cur, it);
 	memset((char *)hb->mb.in + (hb->in_used + it->dim0) * isz, 0,
 	       (n - it->dim0) * isz);
@@ -513,10 +620,10 @@ static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 {
 	/* a features piece is refused below, as any features record */
 	if (lp->pc.open || (rec_item_is_piece(it) && it->type == REC_T_AUDIO))
-		return add_piece(lp, cur, it);
+		return crc_now(lp) < 0 ? -1 : add_piece(lp, cur, it);
 	switch (it->type) {
 	case REC_T_AUDIO:
-		return add_audio(lp, cur, it);
+		return add_audio(lp, cur, it, 1);
 	case REC_T_WINDOWS:
 		return add_windows(lp, cur, it);
 	case REC_T_SKIPPED:
