@@ -243,7 +243,12 @@ static uint32_t multmodp(uint32_t a, uint32_t b)
 	return p;
 }
 
-static uint32_t x2n_table[32]; /* x^(2^k) mod P */
+/* x^(2^k) mod P, for every k a 64-bit length needs (3 + 63): zlib's
+ * table of 32 repeats for its polynomial, whose x has order 2^32 - 1; for
+ * CRC32C's the powers repeat every 31, so a table used modulo 32 gave a
+ * wrong combine for a second part of 512 MiB or more. */
+#define X2N 67
+static uint32_t x2n_table[X2N];
 static pthread_once_t x2n_once = PTHREAD_ONCE_INIT;
 
 static void x2n_init(void)
@@ -251,7 +256,7 @@ static void x2n_init(void)
 	uint32_t p = 1u << 30; /* x^1 */
 
 	x2n_table[0] = p;
-	for (int k = 1; k < 32; k++)
+	for (int k = 1; k < X2N; k++)
 		x2n_table[k] = p = multmodp(p, p);
 }
 
@@ -263,6 +268,6 @@ uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
 	pthread_once(&x2n_once, x2n_init);
 	for (; len2; len2 >>= 1, k++)
 		if (len2 & 1)
-			p = multmodp(x2n_table[k & 31], p);
+			p = multmodp(x2n_table[k], p);
 	return multmodp(p, crc1) ^ crc2;
 }

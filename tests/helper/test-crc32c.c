@@ -161,6 +161,28 @@ static void test_combine(void)
 			   "combine over 1 MiB of zeros");
 		tap_is_u64(crc32c_combine(0x12345678u, 0, 0), 0x12345678u,
 			   "combine with nothing after it");
+		/* second parts of 2^29 bytes and more (the lengths where a
+		 * table of powers used modulo 32 went wrong): zeros, calloc'ed
+		 * (pages the kernel maps only when written) */
+		{
+			static const size_t lens[] = { (1u << 29) - 8,
+						       1u << 29,
+						       (1u << 29) + 8 };
+			unsigned char *zz = calloc(lens[2], 1);
+			int wrong = 0;
+
+			if (!zz)
+				exit(2);
+			for (int i = 0; i < 3; i++)
+				wrong += crc32c_combine(crc32c(0, "abc", 3),
+							crc32c(0, zz, lens[i]),
+							lens[i]) !=
+					 crc32c(crc32c(0, "abc", 3), zz,
+						lens[i]);
+			free(zz);
+			tap_is(wrong, 0, "combine over 512 MiB (and 8 bytes "
+			       "either side) of zeros");
+		}
 		free(z);
 	}
 }
