@@ -15,11 +15,11 @@
  *                       process): the ring fills, payloads go inline
  *                       while it is full, every record arrives intact
  *   test-rec-shm corrupt  writes a stream of 16 kHz audio records to
- *                       standard output, offering a ring to whatever
- *                       reads it, and changes one byte of the first
- *                       payload that goes by reference after its record
- *                       is made, before the reader can see it: a reader
- *                       must refuse it (gpumel: on the GPU)
+ *                       standard output, offering a ring to the stage of
+ *                       this build that reads it, and changes one byte of
+ *                       the first payload that goes by reference after
+ *                       its record is made, before the reader can see it:
+ *                       a reader must refuse it (gpumel: on the GPU)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -632,7 +632,9 @@ static void test_full(void)
 static int corrupt_writer(void)
 {
 	static int16_t a[BIG / 2];
-	rec_writer_opts wo = { .shm = 2, .name = "stdout" };
+	/* shm 1: only a stage of this build (not a shell that runs one)
+	 * is offered the ring */
+	rec_writer_opts wo = { .shm = 1, .name = "stdout" };
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
 	rec_shm_report rep;
