@@ -66,6 +66,35 @@ test_expect_success 'audio records by reference: by DMA, the same features' '
 	$CMP same ashm.rec aoff.rec
 '
 
+# samples no window covers may stay in a windows record's payload
+# (formats/record.md): the copy and the CRC take the whole payload,
+# past the batch's last window
+test_expect_success 'windows payloads past their last window: the same features' '
+	"$PYTHON" -c "
+import sys
+sys.path.insert(0, \"$TEST_DIRECTORY/py\")
+import numpy as np
+from rec_stream import Builder, T_WINDOWS
+n = 2000
+b = Builder(pairs=((\"kind\", \"audio\"), (\"sample_rate\", \"16000\"),
+                   (\"clips\", str(n))))
+rng = np.random.default_rng(1)
+for c in range(n):
+    x = (rng.standard_normal(9000) * 3000).astype(\"<i2\")
+    b.item(T_WINDOWS, x.tobytes(), clip=c, clip_samples=9000, dtype=1,
+           key=b\"k%d\" % c, dim0=9000, dim1=1, win_len=2000, win_hop=3000,
+           n_windows=2)
+sys.stdout.buffer.write(b.bytes())
+" >tail.rec &&
+	JOB=0123456789abcdef0123456789abcdef01234567 &&
+	rec-copy --shard 0/2 --job $JOB <tail.rec >t0.rec &&
+	rec-copy --shard 1/2 --job $JOB <tail.rec >t1.rec &&
+	recmerge t0.rec t1.rec 2>/dev/null | $G -v $GO >tshm.rec 2>t.err &&
+	test_grep "$DMA" t.err &&
+	$G -q $GO tail.rec >toff.rec &&
+	$CMP same tshm.rec toff.rec
+'
+
 # (gpumel straight in the pipeline, not under a shell function: the
 # writer offers its ring to the process that reads its pipe)
 test_expect_success 'a payload changed in the ring: the GPU finds it, no output' '

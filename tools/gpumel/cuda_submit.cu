@@ -39,11 +39,15 @@ static int bad_record(cu_ctx *c, size_t r, const mel_rec *R,
 }
 
 /* The batch's copies from outside h_in (sorted, apart, inside in) and
- * the count of its payload checks, kept for enqueue_work. */
-static int check_copies(cu_ctx *c, cu_batch *cb, const mel_batch *b)
+ * its payload checks (inside in), kept for enqueue_work; *end: the bytes
+ * of in they reach, which the copy in covers (a windows record's payload
+ * may run past its last window). */
+static int check_copies(cu_ctx *c, cu_batch *cb, const mel_batch *b,
+			uint64_t *end)
 {
-	uint64_t end = 0;
+	uint64_t at = 0;
 
+	*end = 0;
 	if (b->n_crc > cb->cap_recs || (b->n_crc && b->crc != cb->h_crc)) {
 		cu_set_err(c, "batch payload checks (%zu) are not what "
 			"batch_alloc gave", b->n_crc);
@@ -52,7 +56,7 @@ static int check_copies(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 	for (size_t i = 0; i < b->n_copy; i++) {
 		const mel_copy *k = &b->copy[i];
 
-		if (k->off < end || k->off > cb->in_cap ||
+		if (k->off < at || k->off > cb->in_cap ||
 		    k->bytes > cb->in_cap - k->off || !k->src) {
 			cu_set_err(c, "batch copy %zu (%llu bytes to %llu) "
 				"overlaps the one before or leaves the batch",
@@ -60,7 +64,20 @@ static int check_copies(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 				(unsigned long long)k->off);
 			return -1;
 		}
-		end = k->off + k->bytes;
+		at = *end = k->off + k->bytes;
+	}
+	for (size_t i = 0; i < b->n_crc; i++) {
+		const mel_crc *k = &b->crc[i];
+
+		if (k->off > cb->in_cap || k->len > cb->in_cap - k->off) {
+			cu_set_err(c, "payload check %zu (%llu bytes at %llu) "
+				"outside the batch's samples", i,
+				(unsigned long long)k->len,
+				(unsigned long long)k->off);
+			return -1;
+		}
+		if (k->off + k->len > *end)
+			*end = k->off + k->len;
 	}
 	cb->copy = b->copy;
 	cb->n_copy = b->n_copy;
@@ -74,6 +91,7 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 {
 	size_t esz = cu_dtype_size(b->in_dtype);
 	uint64_t in_elems, out_elems, F = 0, in_end = 0, out_end = 0;
+	uint64_t copies_end;
 	uint32_t *base = cb->h_tab, *frec = cb->h_tab + b->n;
 
 	if (b->in_dtype != REC_S16 && b->in_dtype != REC_F32) {
@@ -88,7 +106,7 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 	}
 	in_elems = cb->in_cap / esz;
 	out_elems = cb->out_cap / c->out_size;
-	if (check_copies(c, cb, b) < 0)
+	if (check_copies(c, cb, b, &copies_end) < 0)
 		return -1;
 	for (size_t r = 0; r < b->n; r++) {
 		const mel_rec *R = &b->rec[r];
@@ -114,20 +132,12 @@ static int prepare(cu_ctx *c, cu_batch *cb, const mel_batch *b)
 	cb->shape.in_dtype = b->in_dtype;
 	cb->shape.n = b->n;
 	cb->shape.frames = (uint32_t)F;
-	cb->shape.in_bytes = in_end * esz;
+	cb->shape.in_bytes = in_end * esz > copies_end ? in_end * esz
+							: copies_end;
 	cb->shape.out_bytes = out_end * c->out_size;
 	/* a batch with copies from outside h_in (or CRCs) runs its input
 	 * directly, so that the graph holds what every batch repeats */
 	cb->shape.parts = cb->n_copy || cb->n_crc ? W_COMPUTE | W_OUT : W_ALL;
-	for (size_t i = 0; i < cb->n_crc; i++)
-		if (b->crc[i].off > cb->shape.in_bytes ||
-		    b->crc[i].len > cb->shape.in_bytes - b->crc[i].off) {
-			cu_set_err(c, "payload check %zu (%llu bytes at %llu) "
-				"outside the batch's samples", i,
-				(unsigned long long)b->crc[i].len,
-				(unsigned long long)b->crc[i].off);
-			return -1;
-		}
 	if (!c->fused && F && cu_ensure_plans(c, cb, (uint32_t)F) < 0)
 		return -1;
 	return 0;
@@ -227,17 +237,16 @@ static int h2d(cu_ctx *c, cu_batch *cb, uint64_t off, const void *src,
  * (registered rings: DMA) where they go, h_in's bytes between them. */
 static int copy_samples(cu_ctx *c, cu_batch *cb)
 {
-	uint64_t at = 0, end = cb->shape.in_bytes;
+	uint64_t at = 0, end = cb->shape.in_bytes; /* covers the copies */
 
-	for (size_t i = 0; i < cb->n_copy && at < end; i++) {
+	for (size_t i = 0; i < cb->n_copy; i++) {
 		const mel_copy *k = &cb->copy[i];
-		uint64_t n = k->off + k->bytes > end ? end - k->off : k->bytes;
 
 		if (k->off > at && h2d(c, cb, at, (char *)cb->h_in + at,
 				       k->off - at, "samples") < 0)
 			return -1;
-		if (k->off < end && h2d(c, cb, k->off, k->src, n,
-					"samples from shared memory") < 0)
+		if (h2d(c, cb, k->off, k->src, k->bytes,
+			"samples from shared memory") < 0)
 			return -1;
 		at = k->off + k->bytes;
 	}
