@@ -287,7 +287,6 @@ static int registered(struct loop *lp, const void *p, uint64_t bytes)
 	if (i == DMA_AREAS)
 		return 0;
 	lp->reg[i].p = p;
-	lp->reg[i].bytes = bytes;
 	lp->reg[i].ok = lp->be->host_register(lp->be, p, bytes) == 0;
 	if (!lp->reg[i].ok)
 		snprintf(lp->reg_why, sizeof(lp->reg_why), "%s", lp->be->err);

@@ -149,7 +149,6 @@ struct loop {
 	int dma;
 	struct {
 		const void *p;
-		uint64_t bytes;
 		int ok;
 	} reg[DMA_AREAS];
 	unsigned n_reg;

@@ -372,6 +372,28 @@ static int copy_samples(void *dst, const rec_item *it, char *reason,
 	return -1;
 }
 
+/* The samples of it into hb at its in_used: left where they lie for the
+ * backend to copy when it is the record read last (whole) and its s16
+ * payload came by reference; else copied (converted) here, after its CRC
+ * is checked (f32 samples are checked for NaN as they are copied). 0, -1
+ * on abort, 1 when a sample is not finite (reason set). */
+static int place_samples(struct loop *lp, struct hbatch *hb,
+			 const rec_item *it, int whole, char *reason,
+			 size_t rlen)
+{
+	size_t isz = it->dtype == REC_S16 ? 2 : 4;
+	int taken = 0;
+
+	if (whole && it->dtype == REC_S16)
+		taken = take_payload(lp, hb, it, hb->in_used * isz, hb->n_ent);
+	if (taken)
+		return taken < 0 ? -1 : 0;
+	if (crc_now(lp) < 0)
+		return -1;
+	return copy_samples((char *)hb->mb.in + hb->in_used * isz, it, reason,
+			    rlen) < 0 ? 1 : 0;
+}
+
 /* Why an audio record cannot be computed, or NULL (nf: its frames; any
  * number but 0 asks only about its channels, rate and type). */
 const char *unusable(const struct loop *lp, const rec_item *it, uint64_t nf,
@@ -453,24 +475,16 @@ static int place_audio(struct loop *lp, struct hbatch **cur,
 		       char *reason, size_t rlen)
 {
 	int dt = it->dtype == REC_S16 ? REC_S16 : REC_F32;
-	size_t isz = dt == REC_S16 ? 2 : 4;
 	struct hbatch *hb;
 	struct entry *e;
 	mel_rec *r;
-
-	int taken = 0;
+	int err;
 
 	if (make_room(lp, cur, dt, it->dim0, nf, 1) < 0)
 		return -1;
 	hb = *cur;
-	/* f32 samples are checked for NaN as they are copied: not taken */
-	if (whole && it->dtype == REC_S16)
-		taken = take_payload(lp, hb, it, hb->in_used * isz, hb->n_ent);
-	if (taken < 0 || (!taken && crc_now(lp) < 0))
-		return -1;
-	if (!taken && copy_samples((char *)hb->mb.in + hb->in_used * isz, it,
-				   reason, rlen) < 0)
-		return 1;
+	if ((err = place_samples(lp, hb, it, whole, reason, rlen)))
+		return err;
 	hb->mb.in_dtype = dt;
 	r = &hb->mb.rec[hb->mb.n];
 	r->in_off = hb->in_used;
@@ -566,7 +580,7 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 	char reason[256];
 	rec_item probe = *it;
 	struct hbatch *hb;
-	int taken = 0;
+	int err;
 
 	probe.dim0 = it->win_len;
 	/* a record too big for one batch goes window by window too */
@@ -578,12 +592,10 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 	if (make_room(lp, cur, dt, n, nf * it->n_windows, it->n_windows) < 0)
 		return -1;
 	hb = *cur;
-	if (it->dtype == REC_S16)
-		taken = take_payload(lp, hb, it, hb->in_used * isz, hb->n_ent);
-	if (taken < 0 || (!taken && crc_now(lp) < 0))
+	err = place_samples(lp, hb, it, 1, reason, sizeof(reason));
+	if (err < 0)
 		return -1;
-	if (!taken && copy_samples((char *)hb->mb.in + hb->in_used * isz, it,
-				   reason, sizeof(reason)) < 0)
+	if (err > 0)
 		return add_windows_one_by_one(lp, cur, it);
 	memset((char *)hb->mb.in + (hb->in_used + it->dim0) * isz, 0,
 	       (n - it->dim0) * isz);
