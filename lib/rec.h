@@ -345,6 +345,7 @@ const void *rec_hold_area(const rec_hold *h, uint64_t *bytes);
 typedef struct rec_shm_report {
 	uint64_t records, bytes;
 	uint64_t forwarded, full, waits;
+	uint64_t leased;     /* written from a lease (rec_writer_lease()) */
 	double t_wait;
 	char why[192];
 } rec_shm_report;
@@ -444,6 +445,31 @@ int rec_write_commit(rec_writer *w, const rec_item *it);
  * its own reader) instead of a copy. r must outlive w's use of it. */
 void rec_writer_link(rec_writer *w, rec_reader *r);
 void rec_writer_shm(const rec_writer *w, rec_shm_report *rep);
+/*
+ * Payload room in the writer's own ring for a thread other than the one
+ * that writes (a decoder), so that the samples are copied into the ring
+ * there, many threads at once, rather than by the writing thread:
+ * rec_writer_lease() gives len bytes of the ring (0, with l->ptr), or 1
+ * when there is no room to lease now (no ring attached yet, or the leases
+ * not yet written hold half of it): the caller keeps its payload where it
+ * is. It never waits. rec_write_leased(), on the writing thread, writes a
+ * record whose payload is the lease's bytes (it->data = l->ptr,
+ * it->data_len = l->len; data_crc their CRC32C): as a reference without
+ * a copy when it can, else as rec_write_crc() would; the lease is used
+ * up either way. A lease that is not written goes back with
+ * rec_lease_drop() (from any thread; a lease with ptr NULL is none).
+ * Every lease must be written or dropped before rec_writer_close().
+ */
+typedef struct rec_lease {
+	void *ptr;
+	size_t len;
+	uint32_t slot;
+	uint64_t off;
+} rec_lease;
+int rec_writer_lease(rec_writer *w, size_t len, rec_lease *l);
+int rec_write_leased(rec_writer *w, const rec_item *it, uint32_t data_crc,
+		     rec_lease *l);
+void rec_lease_drop(rec_writer *w, rec_lease *l);
 /* Writes buffered records to fd. */
 int rec_writer_flush(rec_writer *w);
 /* Writes the trailer and flushes. Call once, at the end of a good run;

@@ -15,6 +15,8 @@
 #ifndef MELPIPE_REC_SHM_H
 #define MELPIPE_REC_SHM_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -123,8 +125,15 @@ struct shm_wr {
 	struct shm_out_ring rings[SHM_MAX_RINGS];
 	int own;                /* index of the writer's own ring, -1 */
 	int own_failed;         /* it could not be made: no more tries */
-	int impatient;          /* the last wait for room timed out */
 	uint64_t ring_bytes;    /* the own ring's size */
+	/* leases (rec_writer_lease()): the own ring once attached, the
+	 * bytes leased and not yet written, and the lock every allocation
+	 * in the own ring takes, the leasing threads' and the writer's */
+	struct shmring *_Atomic lease_ring;
+	_Atomic uint64_t leased;
+	pthread_mutex_t mu;
+	uint64_t leased_n;      /* leases written by reference */
+	uint64_t pending;       /* ring bytes the unflushed buffer refers to */
 	uint64_t records, bytes, forwarded, full, waits;
 	double t_wait;
 	char why[SHM_WHY];      /* why references are not sent */

@@ -55,6 +55,7 @@ int wr_flush(rec_writer *w)
 {
 	int e;
 
+	w->shm.pending = 0;
 	if (w->len == 0)
 		return w->wb && (e = wb_status(w->wb, NULL)) ? wr_io(w, e)
 		       : REC_OK;
@@ -381,6 +382,8 @@ int rec_writer_open(rec_writer **out, int fd, const rec_header *hdr,
 	if (w == NULL)
 		return REC_E_NOMEM;
 	w->fd = fd;
+	w->shm.own = -1;
+	pthread_mutex_init(&w->shm.mu, NULL);
 	w->name = strdup(opts && opts->name ? opts->name : "output");
 	w->level = opts ? opts->zstd_level : 0;
 	w->cap = opts && opts->buffer_size ? opts->buffer_size
@@ -646,6 +649,7 @@ void rec_writer_close(rec_writer *w)
 	free(w->scratch);
 	if (w->shm.own >= 0)
 		shmring_destroy(w->shm.rings[w->shm.own].ring);
+	pthread_mutex_destroy(&w->shm.mu);
 	ZSTD_freeCCtx(w->cctx);
 	rec_order_free(&w->order);
 	free(w);

@@ -54,6 +54,7 @@ struct rec_writer {
 	/* the shared-memory path (rec_shm.h) */
 	struct shm_wr shm;
 	rec_reader *link;       /* rec_writer_link() */
+	rec_lease *lease;       /* the lease rec_write_leased() writes */
 	int res_shared;         /* the reservation is in the own ring */
 	uint32_t res_slot;
 	uint64_t res_off;

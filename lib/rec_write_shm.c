@@ -17,8 +17,18 @@
 #include "shmring.h"
 
 #define SHM_CHECKS 20           /* reader checks: at payloads 0, 1, 2, 4... */
-#define SHM_PATIENCE 0.005      /* seconds to wait for room in the ring */
+/* Seconds to wait for room in the ring with no slot coming back before a
+ * payload goes inline: a reader that stopped (killed, stopped, or
+ * holding what it cannot give back without more input) never stops the
+ * stream. Readers of this build give slots back without waiting for more
+ * input (formats/record.md), so a wait this long means one of those. */
+#define SHM_PATIENCE 0.05
 #define SHM_NAP_NS 20000L
+/* The most payload bytes the records in the unflushed buffer may refer
+ * to (and at most an eighth of their ring): references waiting in the
+ * buffer hold their slots and tell the reader nothing, so they go to
+ * the pipe about as often as the payloads would inline. */
+#define SHM_PENDING_MAX ((uint64_t)1 << 20)
 
 /* The process our references may go to: the pipe's one reader, a stage
  * of this build (with shm 2, whatever it runs), looked for at payloads 0,
@@ -118,9 +128,17 @@ static struct shm_out_ring *wr_own_ring(rec_writer *w, int *err)
 	int e;
 
 	*err = REC_OK;
-	if (s->own >= 0)
-		return wr_acked(s, &s->rings[s->own]) ? &s->rings[s->own]
-		       : NULL;
+	if (s->own >= 0) {
+		o = &s->rings[s->own];
+		if (!wr_acked(s, o))
+			return NULL;
+		/* attached: other threads may lease from it now */
+		if (!atomic_load_explicit(&s->lease_ring,
+					  memory_order_relaxed))
+			atomic_store_explicit(&s->lease_ring, o->ring,
+					      memory_order_release);
+		return o;
+	}
 	if (s->own_failed)
 		return NULL;
 	e = shmring_create(&ring, s->ring_bytes, SHM_RING_SLOTS,
@@ -144,40 +162,53 @@ static struct shm_out_ring *wr_own_ring(rec_writer *w, int *err)
 	return NULL; /* offered now: not attached yet */
 }
 
+/* shmring_alloc() in our own ring, which leasing threads share. */
+static int own_alloc(struct shm_wr *s, struct shm_out_ring *o, size_t len,
+		     uint32_t *slot, uint64_t *off, void **ptr)
+{
+	int e;
+
+	pthread_mutex_lock(&s->mu);
+	e = shmring_alloc(o->ring, len, slot, off, ptr);
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
 /* A slot of len bytes in our own ring. When the ring is full, hands what
  * is buffered to the pipe (it may be what the reader needs to go on and
- * give slots back) and waits for room up to SHM_PATIENCE; after a wait
- * that timed out, tries once a record until room comes back. 0, a
- * shmring error (the payload goes inline), or a write error in *err. */
+ * give slots back) and waits for room, as a write(2) waits on a full
+ * pipe, for as long as slots keep coming back: the payload goes inline
+ * only after SHM_PATIENCE with none back. 0, a shmring error (the
+ * payload goes inline), or a write error in *err. */
 static int wr_ring_alloc(rec_writer *w, struct shm_out_ring *o, size_t len,
 			 uint32_t *slot, uint64_t *off, void **ptr, int *err)
 {
 	struct shm_wr *s = &w->shm;
 	struct timespec nap = { 0, SHM_NAP_NS };
-	int e = shmring_alloc(o->ring, len, slot, off, ptr);
-	double t0;
+	int e = own_alloc(s, o, len, slot, off, ptr);
+	uint64_t seen, now;
+	double t0, last;
 
 	*err = REC_OK;
-	if (e != SHMRING_E_FULL || s->impatient) {
-		if (e == 0)
-			s->impatient = 0;
-		else if (e == SHMRING_E_FULL)
-			s->full++;
+	if (e != SHMRING_E_FULL)
 		return e;
-	}
 	if ((*err = wr_flush(w)))
 		return e;
 	s->waits++;
-	t0 = mono_now();
+	t0 = last = mono_now();
+	seen = shmring_freed(o->ring);
 	do {
 		nanosleep(&nap, NULL);
-		e = shmring_alloc(o->ring, len, slot, off, ptr);
-	} while (e == SHMRING_E_FULL && mono_now() - t0 < SHM_PATIENCE);
+		e = own_alloc(s, o, len, slot, off, ptr);
+		if (e == SHMRING_E_FULL &&
+		    (now = shmring_freed(o->ring)) != seen) {
+			seen = now;
+			last = mono_now();
+		}
+	} while (e == SHMRING_E_FULL && mono_now() - last < SHM_PATIENCE);
 	s->t_wait += mono_now() - t0;
-	if (e == SHMRING_E_FULL) {
-		s->impatient = 1;
+	if (e == SHMRING_E_FULL)
 		s->full++;
-	}
 	return e;
 }
 
@@ -237,6 +268,14 @@ static int wr_forward(rec_writer *w, const void *data, size_t len,
 	return REC_OK;
 }
 
+/* SHM_PENDING_MAX, or an eighth of ref's ring when that is less. */
+static uint64_t pending_max(const struct shm_wr *s, const struct shm_ref *ref)
+{
+	uint64_t eighth = s->rings[ref->ring - 1].offer.bytes / 8;
+
+	return eighth < SHM_PENDING_MAX ? eighth : SHM_PENDING_MAX;
+}
+
 /* Appends the data record it whose payload, len bytes at payload, is in
  * a ring at ref: the record's CRC is the one it would have inline, so
  * that the stream's checksum, and a copy of it made inline again, are
@@ -283,7 +322,27 @@ static int wr_emit_shared(rec_writer *w, const rec_item *it,
 	w->shm.records++;
 	w->shm.bytes += len;
 	wr_count(w, it);
+	w->shm.pending += len;
+	if (w->shm.pending >= pending_max(&w->shm, ref))
+		return wr_flush(w);
 	return REC_OK;
+}
+
+/* The record it whose payload is the lease being written, by reference
+ * to where it lies: the lease is used up. */
+static int wr_send_lease(rec_writer *w, const rec_item *it)
+{
+	struct shm_wr *s = &w->shm;
+	struct shm_out_ring *o = &s->rings[s->own];
+	struct shm_ref ref = { .ring = o->id, .slot = w->lease->slot,
+			       .off = w->lease->off };
+	const void *p = w->lease->ptr;
+	size_t len = w->lease->len;
+
+	atomic_fetch_sub_explicit(&s->leased, len, memory_order_relaxed);
+	w->lease->ptr = NULL;
+	s->leased_n++;
+	return wr_emit_shared(w, it, &ref, p, len);
 }
 
 /* Sends the payload of it by reference when it can: passed on from the
@@ -299,6 +358,8 @@ int wr_shared(rec_writer *w, const rec_item *it, const void *data,
 
 	if (!wr_shm_reader(w))
 		return 1;
+	if (w->lease && data == w->lease->ptr && len == w->lease->len)
+		return wr_send_lease(w, it);
 	if (w->link && (err = wr_offer_inputs(w)))
 		return err;
 	if (w->link && (err = wr_forward(w, data, len, &ref)) <= 0)
@@ -326,7 +387,6 @@ void wr_shm_init(rec_writer *w, const rec_writer_opts *opts)
 {
 	struct stat st;
 
-	w->shm.own = -1;
 	if (opts == NULL || opts->shm == 0)
 		return;
 	w->shm.ring_bytes = opts->shm_bytes ? (opts->shm_bytes + 63) & ~63ull
@@ -395,6 +455,7 @@ void rec_writer_shm(const rec_writer *w, rec_shm_report *rep)
 	rep->records = s->records;
 	rep->bytes = s->bytes;
 	rep->forwarded = s->forwarded;
+	rep->leased = s->leased_n;
 	rep->full = s->full;
 	rep->waits = s->waits;
 	rep->t_wait = s->t_wait;
@@ -408,3 +469,74 @@ void rec_writer_shm(const rec_writer *w, rec_shm_report *rep)
 			   "the ring offered (its -v says why)");
 }
 
+
+int rec_writer_lease(rec_writer *w, size_t len, rec_lease *l)
+{
+	struct shm_wr *s;
+	struct shmring *ring;
+	uint32_t slot;
+	uint64_t off;
+	void *ptr;
+
+	if (l == NULL)
+		return REC_E_INVAL;
+	memset(l, 0, sizeof(*l));
+	if (w == NULL || len < SHM_MIN_PAYLOAD)
+		return 1;
+	s = &w->shm;
+	ring = atomic_load_explicit(&s->lease_ring, memory_order_acquire);
+	/* leases wait for the writing thread, which writes in order: at
+	 * most half the ring, so that the rest keeps the stream going */
+	if (ring == NULL ||
+	    atomic_load_explicit(&s->leased, memory_order_relaxed) + len >
+	    s->ring_bytes / 2)
+		return 1;
+	pthread_mutex_lock(&s->mu);
+	if (shmring_alloc(ring, len, &slot, &off, &ptr) != 0) {
+		pthread_mutex_unlock(&s->mu);
+		return 1;
+	}
+	pthread_mutex_unlock(&s->mu);
+	atomic_fetch_add_explicit(&s->leased, len, memory_order_relaxed);
+	l->ptr = ptr;
+	l->len = len;
+	l->slot = slot;
+	l->off = off;
+	return 0;
+}
+
+void rec_lease_drop(rec_writer *w, rec_lease *l)
+{
+	struct shmring *ring;
+
+	if (w == NULL || l == NULL || l->ptr == NULL)
+		return;
+	ring = atomic_load_explicit(&w->shm.lease_ring, memory_order_acquire);
+	atomic_fetch_sub_explicit(&w->shm.leased, l->len,
+				  memory_order_relaxed);
+	shmring_release(ring, l->slot);
+	l->ptr = NULL;
+}
+
+int rec_write_leased(rec_writer *w, const rec_item *it, uint32_t data_crc,
+		     rec_lease *l)
+{
+	int err;
+
+	if (w == NULL || l == NULL)
+		return REC_E_INVAL;
+	if (l->ptr == NULL)
+		return rec_write_crc(w, it, data_crc);
+	if (it == NULL || it->data != l->ptr || it->data_len != l->len) {
+		rec_lease_drop(w, l);
+		return wr_fail(w, REC_E_INVAL, "a leased payload written as "
+			       "another");
+	}
+	/* wr_shared sends it by reference when it can (and uses it up);
+	 * else it is copied as any payload and goes back */
+	w->lease = l;
+	err = rec_write_crc(w, it, data_crc);
+	w->lease = NULL;
+	rec_lease_drop(w, l);
+	return err;
+}

@@ -44,6 +44,9 @@ struct ring_ctl {
 	_Atomic uint32_t closed;
 	_Atomic uint32_t readers[SHMRING_MAX_READERS]; /* pids, 0 = none */
 	_Atomic uint64_t allocs, bytes, full_slots, full_bytes, too_big;
+	/* slots whose last reference went (readers count; the writer
+	 * watches it while it waits for room), on a line of its own */
+	_Alignas(64) _Atomic uint64_t freed;
 };
 _Static_assert(sizeof(struct ring_ctl) <= RING_PAGE, "control page");
 
@@ -584,6 +587,9 @@ int shmring_release(struct shmring *r, uint32_t slot)
 	} while (!atomic_compare_exchange_weak_explicit(
 			 refs, &n, n - 1, memory_order_release,
 			 memory_order_relaxed));
+	if (n == 1)
+		atomic_fetch_add_explicit(&r->ctl->freed, 1,
+					  memory_order_relaxed);
 	return 0;
 }
 
@@ -621,6 +627,12 @@ void *shmring_data(const struct shmring *r, uint64_t *bytes)
 {
 	*bytes = r->ctl ? r->data_bytes : 0;
 	return r->ctl ? r->data : NULL;
+}
+
+uint64_t shmring_freed(const struct shmring *r)
+{
+	return r->ctl ? atomic_load_explicit(&r->ctl->freed,
+					     memory_order_relaxed) : 0;
 }
 
 uint32_t shmring_refs(const struct shmring *r, uint32_t slot)

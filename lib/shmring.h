@@ -15,7 +15,8 @@
  * Layout (SHMRING_LAYOUT_VERSION), all in the file:
  *   control page, 4096 bytes: magic "MPRING\0\0", layout version, slot
  *     count, data bytes, build id, writer pid, "writer closed", the
- *     readers' pids (the acknowledgement) and the writer's counters;
+ *     readers' pids (the acknowledgement), the writer's counters and
+ *     the count of slots freed;
  *   slot table, n_slots entries of 16 bytes {off, len, refs}, padded to
  *     whole pages;
  *   data area, data_bytes (a multiple of 64).
@@ -37,9 +38,11 @@
  *   payload of the whole data area fits in an empty ring.
  * - Allocation never waits: with no free slot, or no free stretch of the
  *   bytes, it fails at once with SHMRING_E_FULL (a payload larger than
- *   the whole data area: SHMRING_E_TOOBIG) and the caller sends the
- *   payload some other way. A reader that holds many slots, or died
- *   holding them, makes the ring full, never the writer wait.
+ *   the whole data area: SHMRING_E_TOOBIG). The caller decides whether
+ *   to wait (shmring_freed() tells it whether readers are giving slots
+ *   back) or send the payload some other way: a reader that holds many
+ *   slots, or died holding them, makes the ring full, never the writer
+ *   wait for ever.
  * - Payloads start on 64-byte boundaries (SHMRING_ALIGN) and take a
  *   multiple of 64 bytes; a payload of 0 bytes takes a slot and no bytes.
  * - The writer keeps its own bookkeeping (where each slot's bytes end,
@@ -71,7 +74,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SHMRING_LAYOUT_VERSION 1u
+#define SHMRING_LAYOUT_VERSION 2u
 #define SHMRING_ALIGN 64u          /* payload offsets and sizes */
 #define SHMRING_BUILD_ID_SIZE 16u
 #define SHMRING_MAX_READERS 8u     /* processes attached at once */
@@ -217,6 +220,11 @@ void shmring_stats(const struct shmring *r, struct shmring_stats *st);
 
 /* The data area (for registering it with a device) and its size. */
 void *shmring_data(const struct shmring *r, uint64_t *bytes);
+
+/* How many times a slot's last reference was released so far (by
+ * shmring_release(), in any process): the writer sees its readers go on
+ * while it waits for room. */
+uint64_t shmring_freed(const struct shmring *r);
 
 /* A slot's current count of references: 0 when free or out of range. For
  * tests and reports. */

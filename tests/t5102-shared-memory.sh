@@ -44,6 +44,12 @@ test_expect_success 'segment passes wavcat'"'"'s references on, copying none' '
 	test_grep "segment: output: [1-9][0-9]* $BYREF, [1-9][0-9]* of them passed on" s.err
 '
 
+# wavcat's decoding threads copy a decoded clip into the ring themselves
+# (rec_writer_lease), once its writing thread has seen the ring attached
+test_expect_success 'wavcat'"'"'s decoding threads put the samples in the ring' '
+	test_grep "wavcat: output: [1-9][0-9]* $BYREF, 0 of them passed on from the input.s, [1-9][0-9]* put there by the decoding threads" w.err
+'
+
 test_expect_success 'off (by default, or MELPIPE_SHM=0): the same dataset, -v says so' '
 	(
 		unset MELPIPE_SHM &&
@@ -89,10 +95,33 @@ test_expect_success 'recdump reads references and checks their CRCs' '
 	test_cmp file.txt ref.txt
 '
 
-test_expect_success 'a ring of 1 MiB fills: payloads wait, then go inline' '
+# segment does not hash a payload it passes on whole by reference (it
+# reads none of its samples): the record it writes carries the CRC the
+# payload must have, and the stage that reads the samples checks it. A
+# payload it cuts it checks itself, before it reads a sample.
+# (test-rec-shm corrupt changes one byte of a payload in its ring after
+# the payload's record is made.)
+test_expect_success 'a payload changed in the ring, passed on whole: the next reader finds it' '
+	{ test-rec-shm corrupt 2>w.err | segment --len 1000 --hop 1000 \
+		2>s.err | recdump -q >/dev/null 2>r.err; echo $? >rc; } &&
+	test "$(cat rc)" = 1 &&
+	test_grep "changed in the ring" w.err &&
+	test_grep "^recdump: stdin: record [0-9]* at byte [0-9]*: checksum mismatch" r.err
+'
+
+test_expect_success 'a payload changed in the ring, cut: segment finds it' '
+	{ test-rec-shm corrupt 2>w.err | segment --len 1000 --hop 1000 \
+		--last drop >cut.rec 2>s.err; echo $? >rc; } &&
+	test "$(cat rc)" = 1 &&
+	test_grep "changed in the ring" w.err &&
+	test_grep "^segment: stdin: record [0-9]* at byte [0-9]*: checksum mismatch of a payload in shared memory" s.err &&
+	test_must_fail recdump -q cut.rec 2>/dev/null
+'
+
+test_expect_success 'a ring of 1 MiB fills: the writers wait for room' '
 	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
 	$W 2>w1.err | $S 2>s1.err | $SLOW_G 2>g1.err | h5pack -o full.h5 &&
-	test_grep "wavcat: output: [1-9][0-9]* $BYREF.* [1-9][0-9]* in the stream while the ring was full" w1.err &&
+	test_grep "wavcat: output: [1-9][0-9]* $BYREF.* ([1-9][0-9]* waits for room" w1.err &&
 	MELPIPE_SHM=0 $W 2>/dev/null | $S 2>/dev/null | $SLOW_G 2>/dev/null |
 		h5pack -o full0.h5 &&
 	test_same_datasets full.h5 full0.h5

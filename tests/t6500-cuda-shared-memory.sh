@@ -55,6 +55,17 @@ test_expect_success 'windows by reference: by DMA, the same features as inline' 
 	$CMP same shm.rec off.rec
 '
 
+# a ring of 1 MiB holds less than one of gpumel's batches (8 MiB): a
+# batch is passed on once it holds a quarter of the ring, so that segment,
+# waiting for room, never waits on a batch that waits for its records
+test_expect_success 'a ring smaller than a batch: batches go early, no stall' '
+	MELPIPE_SHM_RING_MB=1 segment -v --len 4000 --hop 4000 in.rec \
+		2>s.err | $G -v $GO >small.rec 2>g.err &&
+	test_grep "$DMA" g.err &&
+	test_grep "shared memory: [1-9][0-9]* batches passed on before they were full" g.err &&
+	$CMP same small.rec off.rec
+'
+
 # recmerge passes audio records on (its own ring for their payloads)
 test_expect_success 'audio records by reference: by DMA, the same features' '
 	JOB=0123456789abcdef0123456789abcdef01234567 &&

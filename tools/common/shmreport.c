@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,7 @@ uint64_t prog_shm_bytes(void)
 void prog_report_shm_out(const rec_writer *w)
 {
 	rec_shm_report rep;
-	char b[32];
+	char b[32], by[64] = "";
 
 	if (prog_verbosity <= 0)
 		return;
@@ -57,11 +58,14 @@ void prog_report_shm_out(const rec_writer *w)
 		return;
 	}
 	prog_human_bytes(b, sizeof(b), rep.bytes);
+	if (rep.leased)
+		snprintf(by, sizeof(by), ", %" PRIu64 " put there by the "
+			 "decoding threads", rep.leased);
 	prog_info("output: %" PRIu64 " payloads (%s) in shared memory, %"
-		  PRIu64 " of them passed on from the input's; %" PRIu64
+		  PRIu64 " of them passed on from the input's%s; %" PRIu64
 		  " in the stream while the ring was full (%" PRIu64
 		  " waits for room, %.2f s)", rep.records, b, rep.forwarded,
-		  rep.full, rep.waits, rep.t_wait);
+		  by, rep.full, rep.waits, rep.t_wait);
 }
 
 void prog_report_shm_in(const rec_reader *r)

@@ -106,6 +106,10 @@ static void report_dma(const struct loop *lp)
 
 	if (!lp->dma || !st->dma)
 		return;
+	if (st->dma_early)
+		prog_info("shared memory: %" PRIu64 " batches passed on before "
+			  "they were full, holding a quarter of a ring",
+			  st->dma_early);
 	prog_human_bytes(b, sizeof(b), st->dma_bytes);
 	prog_human_bytes(h, sizeof(h), st->dma_host);
 	if (!st->dma_host)

@@ -71,6 +71,10 @@ struct hbatch {
 	const void *area[DMA_AREAS];
 	uint64_t area_bytes[DMA_AREAS];
 	unsigned n_area;
+	/* the payload bytes it holds, and the most it may before it is
+	 * passed on: a quarter of its smallest ring, so that a ring smaller
+	 * than a batch never waits on a batch that waits for input */
+	uint64_t hold_bytes, hold_max;
 };
 
 struct queue {
@@ -115,8 +119,9 @@ struct stats {
 	double t_write;                           /* writer */
 	/* payloads by reference taken from the rings by the backend: how
 	 * many, their bytes, the copies they made (adjacent ones are one),
-	 * those the host copied because a ring could not be registered */
-	uint64_t dma, dma_bytes, dma_copies, dma_host;
+	 * those the host copied because a ring could not be registered,
+	 * batches passed on early to give a small ring its slots back */
+	uint64_t dma, dma_bytes, dma_copies, dma_host, dma_early;
 };
 
 struct loop {

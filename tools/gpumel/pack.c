@@ -40,6 +40,8 @@ static void hb_reset(struct hbatch *hb)
 	/* (its holds were released when the backend returned it) */
 	hb->n_hold = 0;
 	hb->n_area = 0;
+	hb->hold_bytes = 0;
+	hb->hold_max = UINT64_MAX;
 	hb->mb.n_copy = 0;
 	hb->mb.n_crc = 0;
 	hb->n_ent = 0;
@@ -302,6 +304,8 @@ static int add_area(struct hbatch *hb, const rec_hold *h)
 		return -1;
 	hb->area[hb->n_area] = p;
 	hb->area_bytes[hb->n_area++] = bytes;
+	if (bytes / 4 < hb->hold_max)
+		hb->hold_max = bytes / 4;
 	return 0;
 }
 
@@ -334,6 +338,7 @@ static int take_payload(struct loop *lp, struct hbatch *hb,
 		return -1;
 	}
 	hb->hold[hb->n_hold++] = h;
+	hb->hold_bytes += it->data_len;
 	if (rec_reader_take_crc(lp->rd, &want)) {
 		mel_crc *k = &b->crc[b->n_crc];
 
@@ -678,6 +683,10 @@ void *reader_main(void *arg)
 		err = add_record(lp, &cur, &it);
 		if (err < 0 || aborted(lp))
 			break;
+		if (cur && cur->hold_bytes >= cur->hold_max) {
+			flush_batch(lp, &cur);
+			lp->st.dma_early++;
+		}
 	}
 	if (!aborted(lp))
 		flush_batch(lp, &cur);

@@ -469,12 +469,47 @@ struct scratch {
 /* One record: cut audio (whole or in pieces) and windows, pass skipped
  * (or end an item cut short with it) and source records on, refuse
  * anything else. */
+/* Whether the payload of it goes on whole and untouched, as the payload
+ * of one windows record (its CRC then need not be known to be right
+ * here: the record written carries the CRC it must have, and the stage
+ * that reads the samples checks them). */
+static int goes_on_whole(const struct cut_ctx *c, const rec_item *it)
+{
+	rec_item real = real_samples(it, UINT64_MAX);
+	uint64_t n = window_count(real.dim0, c->o);
+
+	/* as cut_record and describe_windows: the windows reach the end
+	 * of the samples (or past it, padded) */
+	return it->type == REC_T_AUDIO && !rec_item_is_piece(it) &&
+	       !c->o->copy && real.data_len == it->data_len && n > 0 &&
+	       (n - 1) * c->o->hop + c->o->len >= real.dim0;
+}
+
+/* The CRC32C of it's payload when the reader knows it, in *crc. A
+ * payload that came by reference is not hashed by the reader (the
+ * defer_shm_crc option): when it goes on whole its CRC is the one the
+ * record implies; otherwise it is checked here, now, before its samples
+ * are read. 1 with *crc, 0 without, -1 after a mismatch was reported. */
+static int payload_crc(rec_reader *r, const struct cut_ctx *c,
+		       const rec_item *it, uint32_t *crc)
+{
+	if (goes_on_whole(c, it) && rec_reader_take_crc(r, crc))
+		return 1;
+	if (rec_reader_check_crc(r) != REC_OK) {
+		prog_err("%s", rec_reader_detail(r));
+		return -1;
+	}
+	return rec_reader_data_crc(r, crc);
+}
+
 static int handle_record(rec_reader *r, struct cut_ctx *c,
 			 const rec_item *it, struct scratch *sc)
 {
 	uint32_t crc;
-	int have_crc = rec_reader_data_crc(r, &crc);
+	int have_crc = payload_crc(r, c, it, &crc);
 
+	if (have_crc < 0)
+		return -1;
 	if (it->type == REC_T_SKIPPED) {
 		if (piece_cut_active(sc->pc)) /* (the reader checked it) */
 			return piece_cut_short(sc->pc, c, it);
@@ -569,7 +604,8 @@ static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
-			       .data_crc = 1, .shm = prog_shm() };
+			       .data_crc = 1, .shm = prog_shm(),
+			       .defer_shm_crc = 1 };
 	rec_writer_opts wo = { .name = prog_output_name(o->co.output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy(),

@@ -360,6 +360,19 @@ static void end_clip(const struct decoder *d, int ended,
 		 (double)kept / d->cfg.rate, (unsigned long long)kept, why);
 }
 
+/* The samples of a clip decoded into the output's ring of shared memory,
+ * when it lends room: copied here, on one of many threads, while they
+ * are in this core's cache, rather than by the writing thread. */
+static void lease_copy(const struct decoder *d, struct decoded *out)
+{
+	size_t len = (size_t)out->n * rec_dtype_size(d->cfg.dtype);
+
+	out->lease.ptr = NULL;
+	if (d->cfg.lease_to &&
+	    rec_writer_lease(d->cfg.lease_to, len, &out->lease) == 0)
+		memcpy(out->lease.ptr, out->data, len);
+}
+
 void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 		 decode_emit_fn emit, void *ctx)
 {
@@ -406,6 +419,8 @@ done:
 	 * thread seals the record */
 	out->crc = crc32c(0, out->data, (size_t)out->n *
 			  rec_dtype_size(d->cfg.dtype));
+	if (out->status == DEC_OK)
+		lease_copy(d, out);
 	d->t_read += prog_now() - t0;
 }
 

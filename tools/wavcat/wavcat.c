@@ -268,7 +268,11 @@ static int open_writer(struct run *r)
 			       .shm_bytes = prog_shm_bytes() };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
-	return err ? prog_write_failed(r->o.co.output, r->w, err) : 0;
+	if (err)
+		return prog_write_failed(r->o.co.output, r->w, err);
+	if (wo.shm)
+		r->cfg.lease_to = r->w;
+	return 0;
 }
 
 /* A record of clip c (number i): the fields every record of it has. */
@@ -298,10 +302,26 @@ static int put(struct run *r, const rec_item *it, const uint32_t *crc)
 	return 0;
 }
 
+/* put() of samples the decoder copied into the output's ring (l). */
+static int put_leased(struct run *r, rec_item *it, uint32_t crc,
+		      rec_lease *l)
+{
+	double t0 = prog_now();
+	int err;
+
+	it->data = l->ptr;
+	err = rec_write_leased(r->w, it, crc, l);
+
+	r->t_write += prog_now() - t0;
+	if (err)
+		return prog_write_failed(r->o.co.output, r->w, err);
+	return 0;
+}
+
 /* Writes samples d of clip c (number i) as an audio record: the whole
  * clip (flags 0) or a piece of it. */
 static int put_samples(struct run *r, uint64_t i, const struct clip *c,
-		       const struct decoded *d, uint32_t flags)
+		       struct decoded *d, uint32_t flags)
 {
 	rec_item it = clip_item(r, i, c);
 
@@ -316,6 +336,8 @@ static int put_samples(struct run *r, uint64_t i, const struct clip *c,
 	it.data_len = (size_t)d->n * rec_dtype_size(r->cfg.dtype);
 	r->clipped += d->clipped;
 	r->n_samples += d->n;
+	if (d->lease.ptr)
+		return put_leased(r, &it, d->crc, &d->lease);
 	return put(r, &it, &d->crc);
 }
 
@@ -339,7 +361,7 @@ static int put_source(struct run *r, uint64_t i, const struct clip *c,
 /* Writes the skipped record of clip c (number i) that says why: the
  * clip itself, or the end of one cut short after kept samples. */
 static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
-		       const struct decoded *d)
+		       struct decoded *d)
 {
 	rec_item it = clip_item(r, i, c);
 	uint64_t kept = d->offset + d->n;
@@ -377,7 +399,7 @@ static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
 static int write_clip(struct run *r, uint64_t n)
 {
 	uint64_t i = shard_clip_index(&r->o.shard, n); /* the job's index */
-	const struct job *j;
+	struct job *j;
 	uint32_t flags;
 	int piece, err;
 
@@ -409,6 +431,7 @@ static int write_clip(struct run *r, uint64_t n)
 		err = put_samples(r, i, &j->clip, &j->out,
 				  j->out.offset ? REC_ITEM_CONT : 0);
 	}
+	rec_lease_drop(r->w, &j->out.lease); /* (when not written) */
 	pool_release(r->pool, n);
 	return err;
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../../lib/rec.h"
+
 /* The widest sample rate and channel count wavcat believes in; a file
  * claiming more is damaged. */
 #define WAVCAT_MAX_RATE 768000u
@@ -259,6 +261,10 @@ struct decode_cfg {
 	int dtype;           /* REC_S16 or REC_F32 */
 	uint64_t piece_samples; /* a clip longer than this comes in pieces
 				   of this many samples (at least 1) */
+	rec_writer *lease_to;   /* the output: a clip decoded whole is
+				   copied into its ring of shared memory by
+				   the decoder when it lends room
+				   (rec_writer_lease()); NULL: never */
 };
 
 enum decode_status {
@@ -285,6 +291,9 @@ struct decoded {
 	int fitted;          /* with a duration, a clip decoded whole was:
 				+1 padded to it, -1 trimmed, 0 neither */
 	uint32_t crc;        /* CRC32C of the n samples' bytes */
+	rec_lease lease;     /* the same samples in the output's ring, when
+				it lent room (ptr NULL: not): written from
+				there, without a copy */
 	char reason[256];
 	/* The file as libsndfile found it, once opened: the payload of the
 	 * clip's source record (formats/record.md), key NUL value NUL
