@@ -318,8 +318,10 @@ int rec_reader_check_crc(rec_reader *r);
  * takes the slot of the record rec_read() returned last, when its payload
  * came by reference (1; else 0), and the len bytes at ptr (it->data) stay
  * until rec_hold_release(), however many records are read meanwhile. A
- * writer whose ring fills sends its payloads inline rather than wait, so
- * holding slots never stalls the stream. Release every hold, from any
+ * writer whose ring is full waits while slots come back, so a caller
+ * must not hold much of a ring while it waits for more input (gpumel
+ * holds a quarter at most; formats/record.md); after 50 ms with none
+ * back the writer sends payloads inline. Release every hold, from any
  * thread, before rec_reader_close(). */
 struct shmring;
 typedef struct rec_hold {

@@ -123,6 +123,15 @@ static inline int rec_shareable(int type)
 	       type == REC_T_FEATURES;
 }
 
+/* Whether this library's writer puts such a payload in a ring: samples
+ * only. Features stay in the stream: by reference the one thread of
+ * their reader (h5pack) would hash them, which its reading thread does
+ * for a pipe (docs/BENCHMARKS.md, the keyword-spotting job). */
+static inline int rec_sends_shared(int type)
+{
+	return type == REC_T_AUDIO || type == REC_T_WINDOWS;
+}
+
 /* The reader's table of rings, for a writer passing references on
  * (rec_read.c; struct shm_rd is in rec_shm.h). */
 struct shm_rd;

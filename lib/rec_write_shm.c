@@ -378,7 +378,7 @@ int wr_shared(rec_writer *w, const rec_item *it, const void *data,
 int wr_shm_wants(const rec_writer *w, int type, size_t len)
 {
 	return w->shm.mode && w->level == 0 && len >= SHM_MIN_PAYLOAD &&
-	       rec_shareable(type);
+	       rec_sends_shared(type);
 }
 
 /* The shared-memory path: only into a pipe, and only with payloads
@@ -411,7 +411,7 @@ int wr_reserve_shared(rec_writer *w, size_t data_len)
 	int err;
 
 	/* the type is not known yet: a payload this large is samples or
-	 * features; a commit of another type copies it inline */
+	 * features; a commit of a type not sent so copies it inline */
 	if (!wr_shm_wants(w, REC_T_AUDIO, data_len) || !wr_shm_reader(w))
 		return 1;
 	if ((o = wr_own_ring(w, &err)) == NULL)
@@ -431,7 +431,7 @@ int wr_commit_shared(rec_writer *w, const rec_item *it, int err)
 	struct shmring *ring = w->shm.rings[w->shm.own].ring;
 
 	w->res_shared = 0;
-	if (err == REC_OK && !rec_shareable(it->type))
+	if (err == REC_OK && !rec_sends_shared(it->type))
 		err = wr_item(w, it, w->res_ptr, w->res_len);
 	else if (err == REC_OK) {
 		ref.ring = w->shm.rings[w->shm.own].id;

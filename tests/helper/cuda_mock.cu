@@ -28,7 +28,8 @@
  * cudaHostRegister; MELPIPE_MOCK_DEVICES=N (default 1) sets the
  * device count (0: cudaErrorNoDevice); MELPIPE_MOCK_STATS=1 prints on
  * stderr at exit how many graphs were captured and launched, cuFFT plans
- * made and run, kernels run, host memory registered and unregistered.
+ * made and run, kernels run, host memory registered and unregistered,
+ * batched copies (cudaMemcpyBatchAsync) made.
  *
  * Calls come from one thread at a time, as the backend makes them.
  */
@@ -97,14 +98,15 @@ static cudaError_t last_err;
 static long mallocs;
 /* what ran, for MELPIPE_MOCK_STATS */
 static long n_graph_launches, n_captures, n_plans, n_r2c, n_kernels;
-static long n_registered, n_unregistered;
+static long n_registered, n_unregistered, n_batched;
 
 static void print_stats(void)
 {
 	fprintf(stderr, "cuda mock: %ld captures, %ld graph launches, %ld "
 		"plans, %ld r2c, %ld kernels, %ld host registrations, %ld "
-		"undone\n", n_captures, n_graph_launches, n_plans, n_r2c,
-		n_kernels, n_registered, n_unregistered);
+		"undone, %ld batched copies\n", n_captures, n_graph_launches,
+		n_plans, n_r2c, n_kernels, n_registered, n_unregistered,
+		n_batched);
 }
 
 __attribute__((constructor)) static void mock_init(void)
@@ -361,6 +363,34 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
 	o.src = src;
 	o.n = n;
 	return enqueue(s, &o);
+}
+
+/* As the runtime: every copy needs attributes, the first naming copy 0,
+ * each with a source access order; the copies run in stream order. */
+extern "C" cudaError_t cudaMemcpyBatchAsync(void *const *dsts,
+					    const void *const *srcs,
+					    const size_t *sizes, size_t count,
+					    struct cudaMemcpyAttributes *attrs,
+					    size_t *attrsIdxs, size_t numAttrs,
+					    cudaStream_t s)
+{
+	if (gone(0))
+		return fail(cudaErrorLaunchFailure);
+	if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attrsIdxs ||
+	    numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0)
+		return fail(cudaErrorInvalidValue);
+	for (size_t i = 0; i < numAttrs; i++)
+		if (attrs[i].srcAccessOrder == cudaMemcpySrcAccessOrderInvalid)
+			return fail(cudaErrorInvalidValue);
+	n_batched++;
+	for (size_t i = 0; i < count; i++) {
+		cudaError_t e = cudaMemcpyAsync(dsts[i], srcs[i], sizes[i],
+						cudaMemcpyHostToDevice, s);
+
+		if (e != cudaSuccess)
+			return e;
+	}
+	return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaMemsetAsync(void *dst, int value, size_t n,

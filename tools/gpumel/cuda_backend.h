@@ -58,6 +58,12 @@ typedef struct cu_batch {
 	/* as submitted: the copies from outside h_in, the payloads to check */
 	const mel_copy *copy;
 	size_t n_copy, n_crc;
+	/* copy_samples's one batched copy: where each part goes, from, and
+	 * its bytes (2 n_copy + 1 at most), grown as needed */
+	void **cp_dst;
+	const void **cp_src;
+	size_t *cp_len;
+	size_t cp_cap;
 	/* device buffers */
 	void *d_in, *d_out;
 	mel_rec *d_rec;

@@ -43,6 +43,9 @@ void cu_free_batch(cu_ctx *c, cu_batch *cb)
 		cu_ok(c, cudaEventDestroy(cb->done), "cudaEventDestroy");
 	if (cb->have_stream)
 		cu_ok(c, cudaStreamDestroy(cb->stream), "cudaStreamDestroy");
+	free(cb->cp_dst);
+	free(cb->cp_src);
+	free(cb->cp_len);
 	free(cb);
 }
 

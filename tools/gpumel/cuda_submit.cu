@@ -233,27 +233,87 @@ static int h2d(cu_ctx *c, cu_batch *cb, uint64_t off, const void *src,
 		     (unsigned long long)bytes);
 }
 
-/* The samples to the device: h_in's, and the copies' from outside it
- * (registered rings: DMA) where they go, h_in's bytes between them. */
+/* Room for n parts of a batched copy. */
+static int copy_parts(cu_ctx *c, cu_batch *cb, size_t n)
+{
+	void **d;
+	const void **s;
+	size_t *l;
+
+	if (n <= cb->cp_cap)
+		return 0;
+	d = (void **)realloc(cb->cp_dst, n * sizeof(*d));
+	if (d)
+		cb->cp_dst = d;
+	s = (const void **)realloc(cb->cp_src, n * sizeof(*s));
+	if (s)
+		cb->cp_src = s;
+	l = (size_t *)realloc(cb->cp_len, n * sizeof(*l));
+	if (l)
+		cb->cp_len = l;
+	if (!d || !s || !l) {
+		cu_set_err(c, "out of memory for a batch's copies (%zu)", n);
+		return -1;
+	}
+	cb->cp_cap = n;
+	return 0;
+}
+
+static void add_part(cu_batch *cb, size_t *n, uint64_t off, const void *src,
+		     uint64_t bytes)
+{
+	cb->cp_dst[*n] = (char *)cb->d_in + off;
+	cb->cp_src[*n] = src;
+	cb->cp_len[*n] = bytes;
+	(*n)++;
+}
+
+/*
+ * The samples to the device: h_in's, and the copies' from outside it
+ * (registered rings: DMA) where they go, h_in's bytes between them. Many
+ * parts go as one cudaMemcpyBatchAsync (payloads that are not neighbours
+ * in their ring, as a decoding thread's leases, are one part each: tens
+ * of thousands a run, a call each would cost the CPU microseconds each).
+ */
 static int copy_samples(cu_ctx *c, cu_batch *cb)
 {
 	uint64_t at = 0, end = cb->shape.in_bytes; /* covers the copies */
+	struct cudaMemcpyAttributes attr;
+	size_t n = 0, idx = 0;
 
+	if (cb->n_copy == 0)
+		return h2d(c, cb, 0, cb->h_in, end, "samples");
+	if (copy_parts(c, cb, 2 * cb->n_copy + 1) < 0)
+		return -1;
 	for (size_t i = 0; i < cb->n_copy; i++) {
 		const mel_copy *k = &cb->copy[i];
 
-		if (k->off > at && h2d(c, cb, at, (char *)cb->h_in + at,
-				       k->off - at, "samples") < 0)
-			return -1;
-		if (h2d(c, cb, k->off, k->src, k->bytes,
-			"samples from shared memory") < 0)
-			return -1;
+		if (k->off > at)
+			add_part(cb, &n, at, (char *)cb->h_in + at,
+				 k->off - at);
+		add_part(cb, &n, k->off, k->src, k->bytes);
 		at = k->off + k->bytes;
 	}
-	if (at < end && h2d(c, cb, at, (char *)cb->h_in + at, end - at,
-			    "samples") < 0)
-		return -1;
-	return 0;
+	if (at < end)
+		add_part(cb, &n, at, (char *)cb->h_in + at, end - at);
+	if (n == 1)
+		return cu_ok(c, cudaMemcpyAsync(cb->cp_dst[0], cb->cp_src[0],
+						cb->cp_len[0],
+						cudaMemcpyHostToDevice,
+						cb->stream),
+			     "cudaMemcpyAsync (samples from shared memory, "
+			     "%zu bytes)", cb->cp_len[0]);
+	memset(&attr, 0, sizeof(attr));
+	/* the sources stay as they are until the batch is done */
+	attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	attr.srcLocHint.type = cudaMemLocationTypeHost;
+	attr.dstLocHint.type = cudaMemLocationTypeDevice;
+	attr.dstLocHint.id = c->dev;
+	return cu_ok(c, cudaMemcpyBatchAsync(cb->cp_dst, cb->cp_src,
+					     cb->cp_len, n, &attr, &idx, 1,
+					     cb->stream),
+		     "cudaMemcpyBatchAsync (samples, %zu parts, %llu bytes)",
+		     n, (unsigned long long)end);
 }
 
 /* The payloads' CRC32C on the device, back in h_crc for the host. */

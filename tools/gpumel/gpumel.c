@@ -149,7 +149,9 @@ static void report(const struct loop *lp, double t_total)
 		prog_report_spliced(lp->wr);
 		prog_report_shm_in(lp->rd);
 		report_dma(lp);
-		prog_report_shm_out(lp->wr);
+		if (prog_shm())
+			prog_info("output: features in the stream, not in "
+				  "shared memory (it carries samples)");
 	}
 	prog_warn("done %" PRIu64 " %s, skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,
@@ -273,8 +275,12 @@ static int open_writer(struct run *r, const struct options *o,
 			       .name = prog_output_name(o->output),
 			       .write_behind = 1,
 			       .zero_copy = prog_zero_copy(),
-			       .shm = prog_shm(),
-			       .shm_bytes = prog_shm_bytes() };
+			       /* features go in the pipe: by reference
+				* h5pack's one thread would hash them, where
+				* its reading thread does for the pipe
+				* (docs/BENCHMARKS.md, the keyword-spotting
+				* job); the shared path is for the samples */
+			       .shm = 0 };
 	int err;
 
 	r->oh = output_header(rec_reader_header(r->rd), p, argc, argv);
