@@ -30,6 +30,7 @@ buffer and its merge's read buffers (1.5 MiB) whatever N is:
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -103,9 +104,10 @@ def stage_pid(pid, wrapped):
 class Sampler(threading.Thread):
     """Reads each live stage's VmRSS and VmHWM every SAMPLE_S seconds."""
 
-    def __init__(self, pids, wrapped, t0):
+    def __init__(self, pids, wrapped, t0, shm=False):
         super().__init__(daemon=True)
         self.pids, self.wrapped, self.t0 = pids, wrapped, t0
+        self.shm = shm
         self.stage = [None] * len(pids)
         self.live = set(pids)
         self.rows = []
@@ -130,6 +132,12 @@ class Sampler(threading.Thread):
                 continue
             v = status_kib(self.stage[i], "VmRSS")
             h = status_kib(self.stage[i], "VmHWM")
+            if self.shm and v is not None:
+                # the rings' pages are shared, bounded by their size
+                # (64 MiB), not by the clips: the stage's own memory is
+                # what it holds besides them, its peak the highest seen
+                v -= status_kib(self.stage[i], "RssShmem") or 0
+                h = v
             if v is not None:
                 self.rows.append((t, STAGES[i], v))
             if h is not None:
@@ -151,10 +159,14 @@ def read_peak(path):
         return None
 
 
-def run_pipeline(cmds, logdir, tag):
-    """Runs the stages in a pipe; returns (wall s, {stage: dict})."""
+def run_pipeline(cmds, logdir, tag, shm=False):
+    """Runs the stages in a pipe; returns (wall s, {stage: dict}). With
+    shm, each stage reads the one before straight from the pipe (a ring
+    of shared memory is offered only to a stage of the suite, not to
+    /usr/bin/time), and its peak is the highest resident set sampled
+    less its shared pages (the rings, fixed in size)."""
     procs, logs, prev = [], [], None
-    wrapped = os.access(TIME_BIN, os.X_OK)
+    wrapped = os.access(TIME_BIN, os.X_OK) and not shm
     t0 = time.monotonic()
     for i, cmd in enumerate(cmds):
         log = open(os.path.join(logdir, "%s-%s.log" % (tag, STAGES[i])),
@@ -171,7 +183,7 @@ def run_pipeline(cmds, logdir, tag):
         prev = p.stdout
         procs.append(p)
         logs.append(log)
-    sampler = Sampler([p.pid for p in procs], wrapped, t0)
+    sampler = Sampler([p.pid for p in procs], wrapped, t0, shm)
     sampler.start()
     res = {}
     for i, p in enumerate(procs):
@@ -233,12 +245,35 @@ def prepare(base, n, bad, jobs, seed):
     return d
 
 
-def one_run(base, bindir, n, bad, jobs, seed):
+# With --shm: the -v line of each stage that must have sent its samples
+# by reference, the payloads by reference in group 1
+SHM_LINES = {
+    "wavcat": r"^wavcat: output: (\d+) payloads \(.*\) in shared memory",
+    "segment": r"^segment: output: (\d+) payloads \(.*\) in shared "
+               r"memory, (\d+) of them passed on",
+}
+
+
+def shm_used(base, n):
+    """Why the samples did not go by reference through the run of n clips
+    (--shm), or None when every hop that carries them used the rings."""
+    for stage, pat in SHM_LINES.items():
+        path = os.path.join(base, "%d-%s.log" % (n, stage))
+        with open(path, errors="replace") as f:
+            m = [re.search(pat, line) for line in f]
+        m = [x for x in m if x]
+        if not m or int(m[0].group(1)) == 0:
+            return "%s sent no payload by reference (%s)" % (stage, path)
+    return None
+
+
+def one_run(base, bindir, n, bad, jobs, seed, shm=False):
     data = prepare(base, n, bad, jobs, seed)
     out = os.path.join(base, "out-%d.h5" % n)
     cmds = commands(bindir, data, out)
-    say("  %s" % " | ".join(shlex.join(c) for c in cmds))
-    wall, res = run_pipeline(cmds, base, str(n))
+    say("  %s%s" % ("MELPIPE_SHM=1: " if shm else "",
+                    " | ".join(shlex.join(c) for c in cmds)))
+    wall, res = run_pipeline(cmds, base, str(n), shm)
     failed = [s for s in STAGES if res[s]["rc"] != 0]
     say("  %d clips: pipeline %.1f s; exit status %s" % (
         n, wall, " ".join("%s %d" % (s, res[s]["rc"]) for s in STAGES)))
@@ -246,6 +281,8 @@ def one_run(base, bindir, n, bad, jobs, seed):
     if failed:
         err = "stage(s) failed: %s (logs: %s/%d-*.log)" % (
             ", ".join(failed), base, n)
+    elif shm and shm_used(base, n):
+        err = shm_used(base, n)
     else:
         try:
             acc = soak_check.check(data, out, RATE, SEG_LEN, SEG_HOP)
@@ -310,7 +347,14 @@ def main():
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="generator processes (default: online CPUs)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--shm", action="store_true",
+                   help="with the shared-memory path on (MELPIPE_SHM=1): "
+                   "the stages straight in the pipeline, their peaks from "
+                   "/proc, and each hop that carries samples must have "
+                   "sent them by reference")
     a = p.parse_args()
+    if a.shm:
+        os.environ["MELPIPE_SHM"] = "1"
     if a.clips < 10:
         p.error("--clips must be at least 10")
     top = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -333,7 +377,8 @@ def main():
         runs = []
         for n in (a.clips // 10, a.clips):
             say("soak: %d clips (%d broken of each kind)" % (n, a.bad))
-            runs.append(one_run(base, bindir, n, a.bad, a.jobs, a.seed))
+            runs.append(one_run(base, bindir, n, a.bad, a.jobs, a.seed,
+                                a.shm))
         fails = ["%d clips: %s" % (r["n"], r["err"]) for r in runs
                  if r["err"]]
         say("")
