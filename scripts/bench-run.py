@@ -169,6 +169,10 @@ class Tools:
         self.job = job
         self.bin = os.path.abspath(a.bin)
         self.env = dict(os.environ)
+        # the programs' defaults, whatever this shell says: the payloads
+        # in shared memory where they can (the rows with the pipes set
+        # MELPIPE_SHM=0 themselves)
+        self.env.pop("MELPIPE_SHM", None)
         libs = a.libs or os.environ.get("MELPIPE_LIBS")
         paths = []
         if libs:
@@ -783,12 +787,13 @@ def measure(a, t, runner, data, rec, outdir, nproc, gpu):
     # carries the samples through such a hop, so it cannot beat this row.
     hop = Row("hop", "one pipe hop: wavcat -> recdump -q (decoded, "
               "checked, nothing else)", sb, clips)
-    # The same two with the payloads in shared memory (MELPIPE_SHM=1):
-    # what that path gives, side by side in each round.
-    noshm_env = dict(t.env, MELPIPE_SHM="1")
-    pipe0 = Row("pipeline_shm", "pipeline, MELPIPE_SHM=1 (payloads in "
-                "shared memory)", sb, clips)
-    hop0 = Row("hop_shm", "one pipe hop, MELPIPE_SHM=1", sb, clips)
+    # The same two with the payloads in the pipes (MELPIPE_SHM=0, the
+    # stream alone): what the shared-memory path, on by default, gives,
+    # side by side in each round.
+    noshm_env = dict(t.env, MELPIPE_SHM="0")
+    pipe0 = Row("pipeline_pipes", "pipeline, MELPIPE_SHM=0 (payloads in "
+                "the pipes)", sb, clips)
+    hop0 = Row("hop_pipes", "one pipe hop, MELPIPE_SHM=0", sb, clips)
     mel_rec = os.path.basename(mel_in)
     st = {
         "wavcat": Row("wavcat", "wavcat alone (files -> /dev/null)", sb,

@@ -144,10 +144,10 @@ int prog_zero_copy(void);
 void prog_report_spliced(const struct rec_writer *w);
 
 /* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for, from
- * the environment variable MELPIPE_SHM: 0 (unset, empty or 0: payloads
- * in the pipes), 1 (payloads by reference in shared memory between
- * stages of this build, formats/record.md version 5), 2 (offered to any
- * one process reading, for stages run under valgrind); exits with a
+ * the environment variable MELPIPE_SHM: 1 (unset, empty or 1: payloads
+ * by reference in shared memory between stages of this build,
+ * formats/record.md version 5), 0 (payloads in the pipes), 2 (offered to
+ * any one process reading, for stages run under valgrind); exits with a
  * usage error for another value. */
 int prog_shm(void);
 
