@@ -163,13 +163,13 @@ static struct shm_out_ring *wr_own_ring(rec_writer *w, int *err)
 }
 
 /* shmring_alloc() in our own ring, which leasing threads share. */
-static int own_alloc(struct shm_wr *s, struct shm_out_ring *o, size_t len,
+static int own_alloc(struct shm_wr *s, struct shmring *ring, size_t len,
 		     uint32_t *slot, uint64_t *off, void **ptr)
 {
 	int e;
 
 	pthread_mutex_lock(&s->mu);
-	e = shmring_alloc(o->ring, len, slot, off, ptr);
+	e = shmring_alloc(ring, len, slot, off, ptr);
 	pthread_mutex_unlock(&s->mu);
 	return e;
 }
@@ -185,7 +185,7 @@ static int wr_ring_alloc(rec_writer *w, struct shm_out_ring *o, size_t len,
 {
 	struct shm_wr *s = &w->shm;
 	struct timespec nap = { 0, SHM_NAP_NS };
-	int e = own_alloc(s, o, len, slot, off, ptr);
+	int e = own_alloc(s, o->ring, len, slot, off, ptr);
 	uint64_t seen, now;
 	double t0, last;
 
@@ -199,7 +199,7 @@ static int wr_ring_alloc(rec_writer *w, struct shm_out_ring *o, size_t len,
 	seen = shmring_freed(o->ring);
 	do {
 		nanosleep(&nap, NULL);
-		e = own_alloc(s, o, len, slot, off, ptr);
+		e = own_alloc(s, o->ring, len, slot, off, ptr);
 		if (e == SHMRING_E_FULL &&
 		    (now = shmring_freed(o->ring)) != seen) {
 			seen = now;
@@ -469,7 +469,6 @@ void rec_writer_shm(const rec_writer *w, rec_shm_report *rep)
 			   "the ring offered (its -v says why)");
 }
 
-
 int rec_writer_lease(rec_writer *w, size_t len, rec_lease *l)
 {
 	struct shm_wr *s;
@@ -491,12 +490,8 @@ int rec_writer_lease(rec_writer *w, size_t len, rec_lease *l)
 	    atomic_load_explicit(&s->leased, memory_order_relaxed) + len >
 	    s->ring_bytes / 2)
 		return 1;
-	pthread_mutex_lock(&s->mu);
-	if (shmring_alloc(ring, len, &slot, &off, &ptr) != 0) {
-		pthread_mutex_unlock(&s->mu);
+	if (own_alloc(s, ring, len, &slot, &off, &ptr) != 0)
 		return 1;
-	}
-	pthread_mutex_unlock(&s->mu);
 	atomic_fetch_add_explicit(&s->leased, len, memory_order_relaxed);
 	l->ptr = ptr;
 	l->len = len;

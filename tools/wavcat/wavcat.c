@@ -291,26 +291,15 @@ static rec_item clip_item(const struct run *r, uint64_t i,
 	return it;
 }
 
-static int put(struct run *r, const rec_item *it, const uint32_t *crc)
+/* Writes it: with its payload's CRC when crc is known, from the
+ * output's ring when l is a lease there (the samples a decoder copied:
+ * it->data must be l->ptr). */
+static int put(struct run *r, const rec_item *it, const uint32_t *crc,
+	       rec_lease *l)
 {
 	double t0 = prog_now();
-	int err = crc ? rec_write_crc(r->w, it, *crc) : rec_write(r->w, it);
-
-	r->t_write += prog_now() - t0;
-	if (err)
-		return prog_write_failed(r->o.co.output, r->w, err);
-	return 0;
-}
-
-/* put() of samples the decoder copied into the output's ring (l). */
-static int put_leased(struct run *r, rec_item *it, uint32_t crc,
-		      rec_lease *l)
-{
-	double t0 = prog_now();
-	int err;
-
-	it->data = l->ptr;
-	err = rec_write_leased(r->w, it, crc, l);
+	int err = l ? rec_write_leased(r->w, it, *crc, l)
+		  : crc ? rec_write_crc(r->w, it, *crc) : rec_write(r->w, it);
 
 	r->t_write += prog_now() - t0;
 	if (err)
@@ -337,8 +326,8 @@ static int put_samples(struct run *r, uint64_t i, const struct clip *c,
 	r->clipped += d->clipped;
 	r->n_samples += d->n;
 	if (d->lease.ptr)
-		return put_leased(r, &it, d->crc, &d->lease);
-	return put(r, &it, &d->crc);
+		it.data = d->lease.ptr;
+	return put(r, &it, &d->crc, d->lease.ptr ? &d->lease : NULL);
 }
 
 /* Writes the source record of clip c (number i), the file as d says
@@ -355,7 +344,7 @@ static int put_source(struct run *r, uint64_t i, const struct clip *c,
 	it.sample_rate = 0;
 	it.data = d->source;
 	it.data_len = d->source_len;
-	return put(r, &it, NULL);
+	return put(r, &it, NULL, NULL);
 }
 
 /* Writes the skipped record of clip c (number i) that says why: the
@@ -388,7 +377,7 @@ static int put_skipped(struct run *r, uint64_t i, const struct clip *c,
 	it.data = d->reason;
 	it.data_len = strlen(d->reason);
 	r->n_skipped++;
-	return put(r, &it, NULL);
+	return put(r, &it, NULL, NULL);
 }
 
 /* Writes the shard's clip number n (the n-th handed to the pool) in
