@@ -290,6 +290,12 @@ static int put_in_place(void)
 	return 0;
 }
 
+void outfile_writeback(void)
+{
+	if (out.fd >= 0)
+		(void)sync_file_range(out.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 int outfile_commit(void)
 {
 	sigset_t old;

@@ -37,6 +37,11 @@ const char *outfile_path(void);
  * writes to it directly; outfile_commit()/outfile_abort() close it. */
 int outfile_fd(void);
 
+/* Starts writing what is in the page cache of the temporary file to the
+ * disk, without waiting for it, so that the fsync at the commit finds
+ * little left to do. Best effort: the commit's fsync reports errors. */
+void outfile_writeback(void);
+
 /* Once the output is complete (and a library writing it by name has
  * closed it): syncs it, gives it the target's name (replacing a previous
  * file in one rename) and syncs the folder. On failure the temporary file

@@ -39,7 +39,6 @@
 #include "chunkpool.h"
 #include "h5attr.h"
 #include "h5out_priv.h"
-#include "h5wbfd.h"
 
 #define FORMAT_VERSION 2
 #define METADATA_CACHE (512u << 10) /* bytes of metadata cache */
@@ -178,9 +177,8 @@ static hid_t create_file(const char *path)
 
 	/* the 1.8 file format: read by every HDF5 since 2008, and it stores
 	 * large attribute sets (a long label table) densely; our temporary
-	 * file is private, so no file locking (which NFS may refuse); written
-	 * behind by a thread of ours (h5wbfd.h) */
-	if (fcpl >= 0 && fapl >= 0 && h5wb_set_fapl(fapl) == 0 &&
+	 * file is private, so no file locking (which NFS may refuse) */
+	if (fcpl >= 0 && fapl >= 0 &&
 	    H5Pset_obj_track_times(fcpl, 0) >= 0 &&
 	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) >= 0 &&
 	    fixed_metadata_cache(fapl) == 0 && no_file_locking(fapl) == 0)
