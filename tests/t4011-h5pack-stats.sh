@@ -20,13 +20,15 @@ test_expect_success 'every element type and layout, features and audio' '
 		>b_fixed.rec &&
 	$MK --dtype f32 --clips 15 --rows 1:3 --shape 24,90 --seed 6 \
 		>f_fixed.rec &&
+	$MK --dtype f16 --clips 15 --rows 1:3 --shape 24,301 --seed 10 \
+		>e_fixed.rec &&
 	$MK --kind audio --dtype s16 --channels 2 --len 100:3000 --clips 20 \
 		--skip 7 --seed 7 >s_ragged.rec &&
 	$MK --kind audio --dtype f32 --len 2000 --clips 15 --seed 8 \
 		>a_fixed.rec &&
 	$MK --kind audio --dtype s16 --channels 3 --len 700 --clips 9 \
 		--splits none --seed 9 >c_fixed.rec &&
-	for s in g_ragged h_ragged b_fixed f_fixed s_ragged a_fixed c_fixed; do
+	for s in g_ragged h_ragged b_fixed f_fixed e_fixed s_ragged a_fixed c_fixed; do
 		h5pack -q -c zstd --chunk-size 4K -o $s.h5 $s.rec &&
 		$STATS $s.h5 || return 1
 	done

@@ -25,7 +25,7 @@
 #include "../../lib/half.h"
 #include "h5out_priv.h"
 
-#define STATS_FRAMES 256 /* frames widened at a time */
+#define STATS_FRAMES 256 /* frames converted at a time */
 
 /* s += x with its rounding error kept in *c (Neumaier), for the few
  * additions of a merge. */
@@ -40,43 +40,27 @@ static inline void nsum(double *s, double *c, double x)
 	*s = t;
 }
 
-/* n values at p of the stored type, every stride-th, widened into out,
- * every ostride-th. */
-static void widen(int dtype, const void *p, size_t n, size_t stride,
-		  double *out, size_t ostride)
+/* n values at p of the stored type, contiguous, as float into out: exact
+ * for every type (s16 values are integers below 2^15; f16 and bf16 are
+ * narrower floats), with lib/half's bulk conversion (F16C) for f16. */
+static void to_f32(int dtype, const void *p, size_t n, float *out)
 {
 	const int16_t *i16 = p;
-	const float *f32 = p;
 	const uint16_t *u16 = p;
 
 	switch (dtype) {
 	case REC_S16:
 		for (size_t i = 0; i < n; i++)
-			out[i * ostride] = i16[i * stride];
+			out[i] = i16[i];
 		break;
 	case REC_F32:
-		for (size_t i = 0; i < n; i++)
-			out[i * ostride] = f32[i * stride];
+		memcpy(out, p, n * sizeof(float));
 		break;
-	default: /* f16, bf16: lib/half's bulk conversion where contiguous */
-		if (stride == 1) {
-			float f[256];
-
-			for (size_t i = 0, k; i < n; i += k) {
-				k = n - i < 256 ? n - i : 256;
-				if (dtype == REC_F16)
-					half_to_f32_array(f, u16 + i, k);
-				else
-					bf16_to_f32_array(f, u16 + i, k);
-				for (size_t j = 0; j < k; j++)
-					out[(i + j) * ostride] = f[j];
-			}
-		} else {
-			for (size_t i = 0; i < n; i++)
-				out[i * ostride] = dtype == REC_F16 ?
-					half_to_f32(u16[i * stride]) :
-					bf16_to_f32(u16[i * stride]);
-		}
+	case REC_F16:
+		half_to_f32_array(out, u16, n);
+		break;
+	default:
+		bf16_to_f32_array(out, u16, n);
 	}
 }
 
@@ -91,9 +75,9 @@ static inline void two_sum(double *restrict s, double *restrict c, double x)
 	*s = t;
 }
 
-/* Adds n frames of widened values, v[f * width + b] the value of bin b
- * in frame f, times sign, to each bin's sum and sum of squares, bin by
- * bin across a frame (no dependency from one value to the next).
+/* Adds n frames of values, v[f * width + b] the value of bin b in frame
+ * f, times sign, to each bin's sum and sum of squares, bin by bin across
+ * a frame (no dependency from one value to the next).
  *
  * The squares are added plainly within the block, then the block's sum
  * into the total with its error kept: they are all of one sign, so the
@@ -107,7 +91,7 @@ static inline void two_sum(double *restrict s, double *restrict c, double x)
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("tree-vectorize")))
 #endif
-static void add_block(struct gstats *st, const double *restrict v,
+static void add_block(struct gstats *st, const float *restrict v,
 		      size_t n, double sign, int exact)
 {
 	size_t w = st->width;
@@ -119,18 +103,20 @@ static void add_block(struct gstats *st, const double *restrict v,
 	if (exact) {
 		for (size_t f = 0; f < n; f++, v += w)
 			for (size_t b = 0; b < w; b++) {
-				ps[b] += v[b];
-				pq[b] += v[b] * v[b];
+				double x = v[b];
+
+				ps[b] += x;
+				pq[b] += x * x;
 			}
 	} else {
 		for (size_t f = 0; f < n; f++, v += w)
 			for (size_t b = 0; b < w; b++) {
-				double x = sign * v[b], t = s[b] + x;
+				double y = v[b], x = sign * y, t = s[b] + x;
 				double z = t - s[b];
 
 				sc[b] += (s[b] - (t - z)) + (x - z);
 				s[b] = t;
-				pq[b] += v[b] * v[b];
+				pq[b] += y * y;
 			}
 	}
 	for (size_t b = 0; b < w; b++) {
@@ -138,6 +124,53 @@ static void add_block(struct gstats *st, const double *restrict v,
 			two_sum(&st->sum[b], &st->sumc[b], sign * ps[b]);
 		two_sum(&st->sq[b], &st->sqc[b], sign * pq[b]);
 	}
+}
+
+/* Adds n (<= STATS_FRAMES) values of bin b, contiguous at v, as
+ * add_block does: a planar row's bin at a time, in four lanes (a block's
+ * sum is exact in any order where the type makes it exact; its squares'
+ * rounding stays within the block's bound). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+static void add_run(struct gstats *st, size_t b, const float *restrict v,
+		    size_t n, int exact)
+{
+	double ps[4] = { 0 }, pq[4] = { 0 };
+	size_t i = 0;
+
+	if (exact) {
+		for (; i + 4 <= n; i += 4)
+			for (int l = 0; l < 4; l++) {
+				double x = v[i + l];
+
+				ps[l] += x;
+				pq[l] += x * x;
+			}
+		for (; i < n; i++) {
+			double x = v[i];
+
+			ps[0] += x;
+			pq[0] += x * x;
+		}
+		two_sum(&st->sum[b], &st->sumc[b],
+			(ps[0] + ps[1]) + (ps[2] + ps[3]));
+	} else {
+		for (; i + 4 <= n; i += 4)
+			for (int l = 0; l < 4; l++) {
+				double x = v[i + l];
+
+				pq[l] += x * x;
+			}
+		for (; i < n; i++) {
+			double x = v[i];
+
+			pq[0] += x * x;
+		}
+		for (i = 0; i < n; i++)
+			two_sum(&st->sum[b], &st->sumc[b], v[i]);
+	}
+	two_sum(&st->sq[b], &st->sqc[b], (pq[0] + pq[1]) + (pq[2] + pq[3]));
 }
 
 /* Whether a block's plain sum of values of dtype is exact. */
@@ -187,15 +220,15 @@ static void add_interleaved(struct gstats *st, int dtype, const void *p,
 			    size_t n, int sign)
 {
 	size_t esize = rec_dtype_size(dtype), w = st->width;
-	double x[STATS_FRAMES * 8], *buf = x;
+	float x[STATS_FRAMES * 8], *buf = x;
 	size_t per = STATS_FRAMES;
 
 	if (w > 8) { /* wide frames: fewer of them at a time */
 		per = sizeof(x) / sizeof(x[0]) / w;
 		if (per == 0) {
 			per = 1;
-			buf = malloc(w * sizeof(double));
-			if (buf == NULL) /* widen frame by frame, bin by bin */
+			buf = malloc(w * sizeof(float));
+			if (buf == NULL) /* frame by frame, bin by bin */
 				per = 0;
 		}
 	}
@@ -203,19 +236,19 @@ static void add_interleaved(struct gstats *st, int dtype, const void *p,
 		k = n - f < per ? n - f : per;
 		if (k == 0) { /* no memory for one frame: value by value */
 			for (size_t b = 0; b < w; b++) {
-				double v;
+				float v;
 
-				widen(dtype, (const unsigned char *)p +
-				      (f * w + b) * esize, 1, 1, &v, 1);
-				v *= sign;
-				nsum(&st->sum[b], &st->sumc[b], v);
-				nsum(&st->sq[b], &st->sqc[b], v * v * sign);
+				to_f32(dtype, (const unsigned char *)p +
+				       (f * w + b) * esize, 1, &v);
+				nsum(&st->sum[b], &st->sumc[b], sign * v);
+				nsum(&st->sq[b], &st->sqc[b],
+				     (double)v * v * sign);
 			}
 			k = 1;
 			continue;
 		}
-		widen(dtype, (const unsigned char *)p + f * w * esize, k * w,
-		      1, buf, 1);
+		to_f32(dtype, (const unsigned char *)p + f * w * esize, k * w,
+		       buf);
 		add_block(st, buf, k, sign, sum_exact(dtype));
 	}
 	if (buf != x)
@@ -223,34 +256,22 @@ static void add_interleaved(struct gstats *st, int dtype, const void *p,
 	st->frames += sign > 0 ? (int64_t)n : -(int64_t)n;
 }
 
-/* One features row [width][len] (values of one bin together). */
+/* One features row [width][len] (values of one bin together): bin by
+ * bin, STATS_FRAMES values at a time. */
 static void add_planar(struct gstats *st, int dtype, const void *p,
 		       size_t len)
 {
 	size_t esize = rec_dtype_size(dtype), w = st->width;
-	double x[STATS_FRAMES * 8];
-	size_t per = w <= 8 ? STATS_FRAMES : sizeof(x) / sizeof(x[0]) / w;
+	int exact = sum_exact(dtype);
+	float x[STATS_FRAMES];
 
-	if (per == 0) { /* more bins than the buffer: as interleaved, 1 by 1 */
-		for (size_t t = 0; t < len; t++)
-			for (size_t b = 0; b < w; b++) {
-				double v;
-
-				widen(dtype, (const unsigned char *)p +
-				      (b * len + t) * esize, 1, 1, &v, 1);
-				nsum(&st->sum[b], &st->sumc[b], v);
-				nsum(&st->sq[b], &st->sqc[b], v * v);
-			}
-		st->frames += (int64_t)len;
-		return;
-	}
-	for (size_t t = 0, k; t < len; t += k) {
-		k = len - t < per ? len - t : per;
-		for (size_t b = 0; b < w; b++)
-			widen(dtype, (const unsigned char *)p +
-			      (b * len + t) * esize, k, 1, x + b, w);
-		add_block(st, x, k, 1.0, sum_exact(dtype));
-	}
+	for (size_t b = 0; b < w; b++)
+		for (size_t t = 0, k; t < len; t += k) {
+			k = len - t < STATS_FRAMES ? len - t : STATS_FRAMES;
+			to_f32(dtype, (const unsigned char *)p +
+			       (b * len + t) * esize, k, x);
+			add_run(st, b, x, k, exact);
+		}
 	st->frames += (int64_t)len;
 }
 
