@@ -20,16 +20,18 @@
 #include <stdint.h>
 
 /* The newest format version this library reads. A record's version byte
- * is the lowest version that defines it: 5 for ring records and shared
+ * is the lowest version that defines it: 6 for features-windows records,
+ * 5 for ring records and shared
  * data records (which only a pipe between two stages of one build ever
  * carries), 4 for source records, 3 for pieces of an item (the more and
  * cont flags), 2 for windows records, 1 for all others, so a stream
  * without them stays readable by older readers. */
-#define REC_FORMAT_VERSION 5u
+#define REC_FORMAT_VERSION 6u
 #define REC_MAGIC "MELP"          /* the first four bytes of every record */
 #define REC_HDR_SIZE 24u          /* fixed record header */
 #define REC_ITEM_META_SIZE 48u    /* fixed part of an item's metadata */
-#define REC_WINDOWS_META_SIZE 16u /* a windows record's fields after its key */
+#define REC_WINDOWS_META_SIZE 16u /* a windows or features-windows
+				   record's fields after its key */
 #define REC_MAX_META (1u << 20)   /* metadata cap: 1 MiB */
 #define REC_DEFAULT_MAX_DATA (1u << 28) /* default payload cap: 256 MiB */
 
@@ -45,9 +47,11 @@ enum rec_type {
 	REC_T_SOURCE = 7,   /* the input file as wavcat found it, right
 			       before its clip's first data record; data =
 			       key NUL value NUL pairs (format version 4) */
-	REC_T_RING = 8      /* offers a ring of shared memory (format
+	REC_T_RING = 8,     /* offers a ring of shared memory (format
 			       version 5); the reader handles it itself and
 			       never hands it out */
+	REC_T_FWINDOWS = 9  /* the features of n_windows windows of a clip,
+			       [n_windows][dim0][dim1] (format version 6) */
 };
 
 /* Windows flags. */
@@ -198,17 +202,21 @@ typedef struct rec_item {
 int rec_item_is_piece(const rec_item *it);
 
 /* The segment index of the last window a record holds: segment +
- * n_windows - 1 for a windows record, segment for the others. */
+ * n_windows - 1 for a windows or features-windows record, segment for
+ * the others. */
 uint32_t rec_item_last_segment(const rec_item *it);
 
 /* Window i (< n_windows) of the windows record w as the audio record it
  * describes. Its data point into w's payload when the window lies inside
  * it; a window that runs past the end is copied into pad, which must hold
- * win_len * dim1 samples, and padded with zeros. Returns REC_OK, or
- * REC_E_INVAL when w is not a windows record or i is out of range. */
+ * win_len * dim1 samples, and padded with zeros. Of a features-windows
+ * record: the features record window i stands for, its data the i-th
+ * matrix of w's payload (pad is not used). Returns REC_OK, or REC_E_INVAL
+ * when w is neither or i is out of range. */
 int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad);
 
-/* Calls fn(window, arg) for each window of the windows record w in order,
+/* Calls fn(window, arg) for each window of the windows or
+ * features-windows record w in order,
  * as rec_window() gives it; padded windows are built in *pad, which grows
  * to *pad_cap bytes as needed (start with NULL and 0; the caller frees
  * it). Returns REC_OK, the first non-zero value fn returns, REC_E_NOMEM,

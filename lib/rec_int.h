@@ -110,7 +110,8 @@ static inline void rhdr_get(const unsigned char *p, struct rhdr *h)
  * it (formats/record.md). */
 static inline unsigned rec_version(unsigned type, unsigned flags)
 {
-	return type == REC_T_RING || (flags & REC_F_SHARED) ? 5
+	return type == REC_T_FWINDOWS ? 6
+	       : type == REC_T_RING || (flags & REC_F_SHARED) ? 5
 	       : type == REC_T_SOURCE ? 4
 	       : flags & (REC_F_MORE | REC_F_CONT) ? 3
 	       : type == REC_T_WINDOWS ? 2 : 1;
@@ -160,18 +161,24 @@ void rec_header_serialise(const rec_header *h, unsigned char *p);
 /* ------------------------------------------------------------------ */
 /* Item rules (rec_item.c) */
 
+/* Whether records of this type carry window fields. */
+static inline int item_has_windows(int type)
+{
+	return type == REC_T_WINDOWS || type == REC_T_FWINDOWS;
+}
+
 /* Bytes of a data record's metadata: the fixed part, the key, and for a
- * windows record its window fields. */
+ * windows or features-windows record its window fields. */
 static inline size_t item_meta_size(const rec_item *it)
 {
 	return REC_ITEM_META_SIZE + it->key_len +
-	       (it->type == REC_T_WINDOWS ? REC_WINDOWS_META_SIZE : 0);
+	       (item_has_windows(it->type) ? REC_WINDOWS_META_SIZE : 0);
 }
 
 /* rec_item_last_segment(), for the per-record paths. */
 static inline uint32_t item_last_segment(const rec_item *it)
 {
-	if (it->type == REC_T_WINDOWS && it->n_windows > 0)
+	if (item_has_windows(it->type) && it->n_windows > 0)
 		return it->segment + (it->n_windows - 1);
 	return it->segment;
 }

@@ -27,7 +27,8 @@ size_t rec_dtype_size(int dtype)
 	return 0;
 }
 
-/* The payload size that dims and dtype imply, or UINT64_MAX on overflow. */
+/* The payload size that dims and dtype imply (times n_windows for a
+ * features-windows record), or UINT64_MAX on overflow. */
 static uint64_t item_raw_size(const rec_item *it)
 {
 	uint64_t n;
@@ -35,6 +36,9 @@ static uint64_t item_raw_size(const rec_item *it)
 	if (__builtin_mul_overflow((uint64_t)it->dim0, (uint64_t)it->dim1,
 				   &n) ||
 	    __builtin_mul_overflow(n, (uint64_t)rec_dtype_size(it->dtype), &n))
+		return UINT64_MAX;
+	if (it->type == REC_T_FWINDOWS &&
+	    __builtin_mul_overflow(n, (uint64_t)it->n_windows, &n))
 		return UINT64_MAX;
 	return n;
 }
@@ -46,16 +50,17 @@ uint32_t rec_item_last_segment(const rec_item *it)
 
 /* Why a windows record's description does not fit its samples, or NULL.
  * Every window starts inside the payload; without REC_WIN_PAD every
- * window ends inside it too; segment indices do not wrap. */
+ * window ends inside it too; segment indices do not wrap. A
+ * features-windows record's fields follow the same rules but the fit. */
 static const char *windows_check(const rec_item *it, char *buf, size_t size)
 {
 	uint64_t last_start, n = it->dim0;
 
 	if (it->win_len == 0 || it->win_hop == 0 || it->n_windows == 0) {
-		snprintf(buf, size, "windows record with window length %"
+		snprintf(buf, size, "%s record with window length %"
 			 PRIu32 ", hop %" PRIu32 " and %" PRIu32 " windows "
-			 "(none may be 0)", it->win_len, it->win_hop,
-			 it->n_windows);
+			 "(none may be 0)", rec_type_name(it->type),
+			 it->win_len, it->win_hop, it->n_windows);
 		return buf;
 	}
 	if (it->win_flags & ~REC_WIN_PAD) {
@@ -69,6 +74,8 @@ static const char *windows_check(const rec_item *it, char *buf, size_t size)
 			 it->n_windows, it->segment);
 		return buf;
 	}
+	if (it->type == REC_T_FWINDOWS) /* features: no samples to fit */
+		return NULL;
 	last_start = (uint64_t)(it->n_windows - 1) * it->win_hop;
 	if (last_start >= n || (!(it->win_flags & REC_WIN_PAD) &&
 				last_start + it->win_len > n)) {
@@ -82,14 +89,32 @@ static const char *windows_check(const rec_item *it, char *buf, size_t size)
 	return NULL;
 }
 
+/* Window i of a features-windows record: its features record, whose
+ * payload is the i-th matrix. */
+static int features_window(const rec_item *w, uint32_t i, rec_item *out)
+{
+	size_t bytes = (size_t)w->dim0 * w->dim1 * rec_dtype_size(w->dtype);
+
+	*out = *w;
+	out->type = REC_T_FEATURES;
+	out->offset = w->offset + (uint64_t)i * w->win_hop;
+	out->segment = w->segment + i;
+	out->data_len = bytes;
+	out->data = (const char *)w->data + (size_t)i * bytes;
+	out->win_len = out->win_hop = out->n_windows = out->win_flags = 0;
+	return REC_OK;
+}
+
 int rec_window(const rec_item *w, uint32_t i, rec_item *out, void *pad)
 {
 	size_t frame, have;
 	uint64_t start;
 
-	if (w == NULL || out == NULL || w->type != REC_T_WINDOWS ||
-	    i >= w->n_windows)
+	if (w == NULL || out == NULL || i >= w->n_windows ||
+	    (w->type != REC_T_WINDOWS && w->type != REC_T_FWINDOWS))
 		return REC_E_INVAL;
+	if (w->type == REC_T_FWINDOWS)
+		return features_window(w, i, out);
 	frame = rec_dtype_size(w->dtype) * w->dim1;
 	start = (uint64_t)i * w->win_hop;
 	if (start >= w->dim0 || (start + w->win_len > w->dim0 && pad == NULL))
@@ -119,9 +144,10 @@ int rec_each_window(const rec_item *w, void **pad, size_t *pad_cap,
 	int err;
 
 	if (w == NULL || pad == NULL || pad_cap == NULL || fn == NULL ||
-	    w->type != REC_T_WINDOWS)
+	    (w->type != REC_T_WINDOWS && w->type != REC_T_FWINDOWS))
 		return REC_E_INVAL;
-	need = (size_t)w->win_len * rec_dtype_size(w->dtype) * w->dim1;
+	need = w->type == REC_T_FWINDOWS ? 0 /* no padding to build */
+	       : (size_t)w->win_len * rec_dtype_size(w->dtype) * w->dim1;
 	if (need > *pad_cap) {
 		void *np = realloc(*pad, need);
 
@@ -190,12 +216,20 @@ const char *rec_item_check(const rec_item *it, uint64_t data_len,
 		return buf;
 	}
 	if (item_raw_size(it) != data_len) {
-		snprintf(buf, size, "payload of %" PRIu64 " bytes does not "
-			 "match %" PRIu32 "x%" PRIu32 " %s", data_len,
-			 it->dim0, it->dim1, rec_dtype_name(it->dtype));
+		if (it->type == REC_T_FWINDOWS)
+			snprintf(buf, size, "payload of %" PRIu64 " bytes "
+				 "does not match %" PRIu32 " windows of %"
+				 PRIu32 "x%" PRIu32 " %s", data_len,
+				 it->n_windows, it->dim0, it->dim1,
+				 rec_dtype_name(it->dtype));
+		else
+			snprintf(buf, size, "payload of %" PRIu64 " bytes "
+				 "does not match %" PRIu32 "x%" PRIu32 " %s",
+				 data_len, it->dim0, it->dim1,
+				 rec_dtype_name(it->dtype));
 		return buf;
 	}
-	if (it->type == REC_T_WINDOWS)
+	if (item_has_windows(it->type))
 		return windows_check(it, buf, size);
 	return NULL;
 }

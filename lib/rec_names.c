@@ -71,6 +71,7 @@ const char *rec_type_name(int type)
 	case REC_T_WINDOWS: return "windows";
 	case REC_T_SOURCE: return "source";
 	case REC_T_RING: return "ring";
+	case REC_T_FWINDOWS: return "features-windows";
 	}
 	return "unknown";
 }

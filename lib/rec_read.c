@@ -225,7 +225,7 @@ static int rd_bad_magic(rec_reader *r, size_t n)
  * features records. (A table, so that the check is one branch.) */
 static unsigned allowed_flags(const struct rhdr *h)
 {
-	static const unsigned char by_type[REC_T_RING + 1] = {
+	static const unsigned char by_type[REC_T_FWINDOWS + 1] = {
 		[REC_T_AUDIO] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT |
 				REC_F_SHARED,
 		[REC_T_FEATURES] = REC_F_ZSTD | REC_F_MORE | REC_F_CONT |
@@ -233,6 +233,7 @@ static unsigned allowed_flags(const struct rhdr *h)
 		[REC_T_SKIPPED] = REC_F_ZSTD,
 		[REC_T_WINDOWS] = REC_F_ZSTD | REC_F_SHARED,
 		[REC_T_SOURCE] = REC_F_ZSTD,
+		[REC_T_FWINDOWS] = REC_F_ZSTD,
 	};
 	unsigned by_version = h->version >= 5 ? 0xffu
 			      : h->version >= 3 ? 0xffu & ~REC_F_SHARED
@@ -289,9 +290,13 @@ static int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 			       REC_FORMAT_VERSION);
 	if (h->version == 0)
 		return rd_fail(r, REC_E_FORMAT, "invalid format version 0");
-	if (h->type < REC_T_HEADER || h->type > REC_T_RING)
+	if (h->type < REC_T_HEADER || h->type > REC_T_FWINDOWS)
 		return rd_fail(r, REC_E_FORMAT, "unknown record type %u",
 			       h->type);
+	if (h->type == REC_T_FWINDOWS && h->version < 6)
+		return rd_fail(r, REC_E_FORMAT, "a features-windows record "
+			       "marked format version %u (features-windows "
+			       "records are version 6)", h->version);
 	if (h->type == REC_T_RING && h->version < 5)
 		return rd_fail(r, REC_E_FORMAT, "a ring record marked format "
 			       "version %u (ring records are version 5)",
@@ -552,10 +557,10 @@ static int rd_check_item(rec_reader *r, const unsigned char *meta,
 	if (h->meta_len != item_meta_size(it))
 		return rd_fail(r, REC_E_FORMAT, "metadata length %" PRIu32
 			       " is not 48 + key length %zu%s", h->meta_len,
-			       it->key_len, it->type == REC_T_WINDOWS ?
+			       it->key_len, item_has_windows(it->type) ?
 			       " + 16" : "");
 	it->key = (const char *)meta + REC_ITEM_META_SIZE;
-	if (it->type == REC_T_WINDOWS) {
+	if (item_has_windows(it->type)) {
 		const unsigned char *wf = meta + REC_ITEM_META_SIZE +
 					  it->key_len;
 

@@ -176,7 +176,7 @@ void item_meta_put(unsigned char *p, const rec_item *it)
 	put32(p + 40, it->dim0);
 	put32(p + 44, it->dim1);
 	memcpy(p + 48, it->key, it->key_len);
-	if (it->type == REC_T_WINDOWS) {
+	if (item_has_windows(it->type)) {
 		p += 48 + it->key_len;
 		put32(p, it->win_len);
 		put32(p + 4, it->win_hop);
@@ -274,7 +274,7 @@ static int wr_check_item(rec_writer *w, const rec_item *it, const void *data,
 		return wr_fail(w, REC_E_INVAL, "no record");
 	if (it->type != REC_T_AUDIO && it->type != REC_T_FEATURES &&
 	    it->type != REC_T_SKIPPED && it->type != REC_T_WINDOWS &&
-	    it->type != REC_T_SOURCE)
+	    it->type != REC_T_SOURCE && it->type != REC_T_FWINDOWS)
 		return wr_fail(w, REC_E_INVAL, "invalid record type %d",
 			       it->type);
 	if (it->key_len > MAX_KEY || (it->key_len && it->key == NULL))

@@ -189,7 +189,7 @@ test_expect_success 'version 2 and 3 streams are accepted, a newer one refused' 
 	test_cmp v1 v2 &&
 	test_cmp v1 v3 &&
 	test_expect_code 1 recdump -q "$GOLDEN/bad-version.rec" 2>err &&
-	test_grep "format version 6 is newer than this reader.s version 5$" err
+	test_grep "format version 7 is newer than this reader.s version 6$" err
 '
 
 test_expect_success 'pieces of an item show which they are' '

@@ -114,10 +114,10 @@ test_expect_success 'a stream cut anywhere is truncated' '
 '
 
 test_expect_success 'a newer format version is refused naming both versions' '
-	$FORGE set 0 version 6 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "format version 6 is newer than this reader.s version 5$" &&
-	$FORGE set 5 version 7 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "format version 7 is newer"
+	$FORGE set 0 version 7 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "format version 7 is newer than this reader.s version 6$" &&
+	$FORGE set 5 version 8 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "format version 8 is newer"
 '
 
 test_expect_success 'unknown types and flags are refused even with a good CRC' '

@@ -89,6 +89,23 @@ void titem_windows(struct titem *t, int dtype, uint64_t clip,
 	t->it.win_flags = flags;
 }
 
+void titem_fwindows(struct titem *t, int dtype, uint64_t clip,
+		    uint32_t seg, uint32_t dim0, uint32_t dim1,
+		    uint32_t len, uint32_t hop, uint32_t n,
+		    uint32_t flags, size_t key_len)
+{
+	/* n matrices' worth of payload, then the per-window shape */
+	titem_make(t, REC_T_FWINDOWS, dtype, clip, 0, dim0, dim1 * n,
+		   key_len);
+	t->it.dim1 = dim1;
+	t->it.segment = seg;
+	t->it.offset = 1000 * clip + 7;
+	t->it.win_len = len;
+	t->it.win_hop = hop;
+	t->it.n_windows = n;
+	t->it.win_flags = flags;
+}
+
 void titem_piece(struct titem *t, int type, int dtype, uint64_t clip,
 		 uint64_t offset, uint32_t n, uint32_t flags,
 		 uint64_t clip_samples, size_t key_len)

@@ -53,6 +53,13 @@ void titem_windows(struct titem *t, int dtype, uint64_t clip,
 		   uint32_t seg, uint32_t dim0, uint32_t dim1, uint32_t len,
 		   uint32_t hop, uint32_t n, uint32_t flags, size_t key_len);
 
+/* A features-windows record: n windows' features of dim0 x dim1 of
+ * dtype (n matrices), for windows of len frames every hop, from segment
+ * seg. */
+void titem_fwindows(struct titem *t, int dtype, uint64_t clip,
+		    uint32_t seg, uint32_t dim0, uint32_t dim1, uint32_t len,
+		    uint32_t hop, uint32_t n, uint32_t flags, size_t key_len);
+
 /* A piece (flags REC_ITEM_MORE, REC_ITEM_CONT) of segment 0 of clip:
  * an audio piece of n samples, or a features piece of 8 mels by n
  * frames, at offset, with clip_samples. Pieces of one clip made with the

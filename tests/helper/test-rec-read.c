@@ -120,11 +120,11 @@ static void test_reader_errors(void)
 	tap_is(err, REC_E_TRAILING, "one byte after the trailer is refused");
 	free(two);
 
-	s[6] = 6; /* the header record's version */
+	s[6] = REC_FORMAT_VERSION + 1; /* the header record's version */
 	err = read_all(s, len, detail, sizeof(detail), 0);
 	tap_is(err, REC_E_VERSION, "a newer version is refused");
-	tap_ok(strstr(detail, ": format version 6 is newer than this "
-		      "reader's version 5") != NULL,
+	tap_ok(strstr(detail, ": format version 7 is newer than this "
+		      "reader's version 6") != NULL,
 	       "naming both versions: %s", detail);
 	free(s);
 
@@ -246,8 +246,9 @@ static void test_windows_reader(void)
 	static const struct patch patches[] = {
 		{ 1, 6, 1, 1, REC_E_FORMAT, "a windows record marked format "
 		  "version 1 (windows records are version 2)", 0 },
-		{ 1, 6, 1, 6, REC_E_VERSION, "format version 6 is newer than "
-		  "this reader's version 5", 0 },
+		{ 1, 6, 1, 7, REC_E_VERSION, "format version 7 is newer than "
+		  "this reader's version 6", 0 },
+		{ 1, 6, 1, 6, REC_END, NULL, 0 },  /* windows of version 6 */
 		{ 1, 6, 1, 5, REC_END, NULL, 0 },  /* windows of version 5 */
 		{ 1, 6, 1, 4, REC_END, NULL, 0 },  /* windows of version 4 */
 		{ 1, 6, 1, 3, REC_END, NULL, 0 },  /* windows of version 3 */
@@ -500,6 +501,144 @@ static void test_pieces_reader(void)
 	free(s);
 }
 
+/* A stream: header, a features-windows record (clip 0, segments 0..2,
+ * 3 windows of 4 mels x 2 frames of f32, windows of 40 every 20, key of
+ * 4 bytes), a features record (clip 0, segment 4, 4 x 2, key of 10
+ * bytes), trailer. */
+static unsigned char *fwindows_stream(size_t *len)
+{
+	struct titem t[2];
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd();
+	unsigned char *s;
+
+	titem_fwindows(&t[0], REC_F32, 0, 0, 4, 2, 40, 20, 3, 0, 4);
+	titem_make(&t[1], REC_T_FEATURES, REC_F32, 0, 0, 4, 2, 10);
+	t[1].it.segment = 4;
+	rec_writer_open(&w, fd, h, NULL);
+	if (rec_write(w, &t[0].it) || rec_write(w, &t[1].it) ||
+	    rec_writer_finish(w) != REC_OK)
+		exit(99);
+	rec_writer_close(w);
+	rec_header_free(h);
+	free_items(t, 2);
+	s = fd_bytes(fd, len);
+	close(fd);
+	return s;
+}
+
+/* The reader's side of features-windows records: what it hands out
+ * (the fields, and each window as rec_window() gives it), the version
+ * rule, each field's rule, flags, metadata length, the order rule. */
+static void test_fwindows_reader(void)
+{
+	enum { F = 24 + 48 + 4 }; /* the window fields of record 1 */
+	static const struct patch patches[] = {
+		{ 1, 6, 1, 5, REC_E_FORMAT, "a features-windows record "
+		  "marked format version 5 (features-windows records are "
+		  "version 6)", 0 },
+		{ 1, 6, 1, 7, REC_E_VERSION, "format version 7 is newer than "
+		  "this reader's version 6", 0 },
+		{ 1, F, 4, 0, REC_E_FORMAT, "features-windows record with "
+		  "window length 0, hop 20 and 3 windows (none may be 0)", 0 },
+		{ 1, F + 4, 4, 0, REC_E_FORMAT, "window length 40, hop 0", 0 },
+		{ 1, F + 8, 4, 4, REC_E_FORMAT, "payload of 96 bytes does not "
+		  "match 4 windows of 4x2 f32", 0 },
+		{ 1, F + 8, 4, 0, REC_E_FORMAT, "does not match 0 windows", 0 },
+		{ 1, F + 12, 4, 2, REC_E_FORMAT, "unknown windows flags 0x2",
+		  0 },
+		{ 1, F + 12, 4, REC_WIN_PAD, REC_END, NULL, 0 },
+		{ 1, 24 + 24, 4, UINT32_MAX - 1, REC_E_FORMAT, "3 windows from "
+		  "segment 4294967294 run past segment index 2^32 - 1", 0 },
+		{ 1, 5, 1, REC_F_MORE, REC_E_FORMAT, "the more flag on a "
+		  "features-windows record (only audio and features records "
+		  "come in pieces)", 0 },
+		{ 1, 5, 1, REC_F_SHARED, REC_E_FORMAT, "the shared flag on a "
+		  "record type whose payload is never shared", 0 },
+		{ 1, 24 + 38, 1, 20, REC_E_FORMAT, "metadata length 68 is not "
+		  "48 + key length 20 + 16", 0 },
+		{ 2, 24 + 24, 4, 2, REC_E_ORDER, "clip 0 segment 2 after "
+		  "clip 0 segment 2 (records must be in clip and segment "
+		  "order)", 0 },
+		{ 2, 24 + 24, 4, 3, REC_END, NULL, 0 },
+	};
+	struct titem t;
+	size_t len;
+	unsigned char *s = fwindows_stream(&len);
+	int fd = temp_fd(), err, same = 1;
+	rec_reader *r = NULL;
+	rec_item it, win;
+
+	titem_fwindows(&t, REC_F32, 0, 0, 4, 2, 40, 20, 3, 0, 4);
+	if (write(fd, s, len) != (ssize_t)len)
+		exit(99);
+	lseek(fd, 0, SEEK_SET);
+	rec_reader_open(&r, fd, &(rec_reader_opts){ .name = "mem",
+						    .read_ahead = g_ra });
+	err = rec_read(r, &it);
+	tap_ok(err == REC_OK && it.type == REC_T_FWINDOWS &&
+	       it.dim0 == 4 && it.dim1 == 2 && it.n_windows == 3 &&
+	       it.win_len == 40 && it.win_hop == 20 && it.segment == 0 &&
+	       it.data_len == 96 && rec_item_last_segment(&it) == 2 &&
+	       memcmp(it.data, t.data, 96) == 0, "a features-windows record "
+	       "reads back whole%s", g_ra ? " (read ahead)" : "");
+	for (uint32_t i = 0; err == REC_OK && i < 3; i++)
+		same &= rec_window(&it, i, &win, NULL) == REC_OK &&
+			win.type == REC_T_FEATURES && win.dim0 == 4 &&
+			win.dim1 == 2 && win.segment == i &&
+			win.offset == 7 + 20 * i && win.data_len == 32 &&
+			win.n_windows == 0 && win.win_len == 0 &&
+			win.data == (const char *)it.data + 32 * i;
+	tap_ok(err == REC_OK && same && rec_window(&it, 3, &win, NULL) ==
+	       REC_E_INVAL, "its windows are the features records they "
+	       "stand for, matrix by matrix");
+	rec_reader_close(r);
+	close(fd);
+	free_items(&t, 1);
+	for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++)
+		check_patch(s, len, &patches[i]);
+	free(s);
+}
+
+/* The writer refuses a features-windows record that breaks a rule, and
+ * marks the ones it writes version 6. */
+static void test_fwindows_writer(void)
+{
+	struct titem t;
+	rec_header *h = test_header();
+	rec_writer *w = NULL;
+	int fd = temp_fd(), err;
+	size_t len;
+	unsigned char *s;
+
+	titem_fwindows(&t, REC_F16, 1, 5, 3, 1, 8, 8, 4, 0, 2);
+	rec_writer_open(&w, fd, h, NULL);
+	t.it.n_windows = 5;
+	err = rec_write(w, &t.it);
+	tap_ok(err == REC_E_INVAL && strstr(rec_writer_detail(w), "does not "
+	       "match 5 windows of 3x1 f16"), "the writer refuses a payload "
+	       "of the wrong size: %s", rec_writer_detail(w));
+	rec_writer_close(w);
+	close(fd);
+	fd = temp_fd();
+	w = NULL;
+	t.it.n_windows = 4;
+	rec_writer_open(&w, fd, h, NULL);
+	err = rec_write(w, &t.it);
+	if (err == REC_OK)
+		err = rec_writer_finish(w);
+	rec_writer_close(w);
+	s = fd_bytes(fd, &len);
+	tap_ok(err == REC_OK && s[rec_at(s, len, 1) + 4] == REC_T_FWINDOWS &&
+	       s[rec_at(s, len, 1) + 6] == 6 && s[rec_at(s, len, 0) + 6] == 1,
+	       "it writes a valid one marked version 6 (the header stays 1)");
+	free(s);
+	close(fd);
+	rec_header_free(h);
+	free_items(&t, 1);
+}
+
 /* The reader's tests of pieces (run once plainly, once reading ahead). */
 static void test_pieces_reads(void)
 {
@@ -524,6 +663,9 @@ static void test_windows_reads(void)
 	test_windows_reader();
 	s = windows_stream(&len);
 	test_every_byte(s, len, "windows stream");
+	test_fwindows_reader();
+	s = fwindows_stream(&len);
+	test_every_byte(s, len, "features-windows stream");
 }
 
 /* A child dribbles a stream into a pipe in small random pieces; the
@@ -656,6 +798,7 @@ int main(int argc, char **argv)
 	test_corruption(3);
 	test_reader_errors();
 	test_windows_reads();
+	test_fwindows_writer();
 	test_pieces_reads();
 	test_slow_pipe();
 	return tap_done();

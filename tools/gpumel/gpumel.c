@@ -135,6 +135,11 @@ static void report(const struct loop *lp, double t_total)
 			  " records (%s) in %.2f s", lp->be->name,
 			  rec_reader_count(lp->rd), in_b,
 			  rec_writer_count(lp->wr), out_b, t_total);
+		if (st->fwindows)
+			prog_info("output: the features of %" PRIu64 " windows "
+				  "in %" PRIu64 " features-windows records (a "
+				  "windows record's in one; format version 6)",
+				  st->features, st->fwindows);
 		prog_info("waiting for input %.2f s, computing %.2f s, "
 			  "waiting on output %.2f s (reader, compute and "
 			  "writer threads overlap; compute idle %.2f s)",

@@ -108,6 +108,42 @@ static int write_entry(struct loop *lp, const struct hbatch *hb,
 	return rec_write(lp->wr, &it);
 }
 
+/* The windows of one windows record computed in one batch (entries
+ * e[0] .. e[n_win - 1], their features one after the other) as one
+ * features-windows record; 1 when they are not all that (then they go
+ * one by one), else rec_write()'s result. */
+static int write_fwindows(struct loop *lp, const struct hbatch *hb,
+			  const struct entry *e)
+{
+	const mel_rec *r = &hb->mb.rec[e->rec];
+	uint32_t rows = mel_n_rows(&lp->p);
+	uint64_t per = (uint64_t)rows * r->n_frames;
+	rec_item it = {
+		.type = REC_T_FWINDOWS,
+		.clip = e->clip, .offset = e->offset,
+		.clip_samples = e->clip_samples, .segment = e->segment,
+		.label = e->label, .sample_rate = e->sample_rate,
+		.split = e->split, .key = hb->arena + e->key_off,
+		.key_len = e->key_len, .dtype = lp->p.out_dtype,
+		.dim0 = rows, .dim1 = r->n_frames,
+		.win_len = e->win_len, .win_hop = e->win_hop,
+		.n_windows = e->n_win, .win_flags = e->win_flags,
+	};
+
+	for (uint32_t j = 1; j < e->n_win; j++) {
+		const mel_rec *q = &hb->mb.rec[e[j].rec];
+
+		if (e[j].skipped || e[j].n_win || q->n_frames != r->n_frames ||
+		    q->out_off != r->out_off + j * per)
+			return 1;
+	}
+	it.data = (const char *)hb->mb.out + r->out_off * lp->out_size;
+	it.data_len = (size_t)(per * e->n_win) * lp->out_size;
+	lp->st.features += e->n_win;
+	lp->st.fwindows++;
+	return rec_write(lp->wr, &it);
+}
+
 static void *writer_main(void *arg)
 {
 	struct loop *lp = arg;
@@ -117,8 +153,17 @@ static void *writer_main(void *arg)
 	while (!err && (hb = q_pop(lp, &lp->done_q, 1))) {
 		double t0 = prog_now();
 
-		for (size_t i = 0; i < hb->n_ent && !err; i++)
-			err = write_entry(lp, hb, &hb->ent[i]);
+		for (size_t i = 0; i < hb->n_ent && !err; i++) {
+			const struct entry *e = &hb->ent[i];
+
+			if (e->n_win > 1 && !e->skipped &&
+			    i + e->n_win <= hb->n_ent &&
+			    (err = write_fwindows(lp, hb, e)) != 1) {
+				i += e->n_win - 1;
+				continue;
+			}
+			err = write_entry(lp, hb, e);
+		}
 		lp->st.t_write += prog_now() - t0;
 		q_push(lp, &lp->free_q, hb);
 	}

@@ -44,6 +44,11 @@ struct entry {
 	uint32_t flags;        /* REC_ITEM_MORE, REC_ITEM_CONT: a features
 				  piece (pieces.c) */
 	size_t rec;            /* computed: index in the batch's mel_rec[] */
+	/* In the first entry of a windows record's windows computed in one
+	 * batch, their number (the entries after it are the others, their
+	 * features after its own): they leave as one features-windows
+	 * record with these window fields. 0 in every other entry. */
+	uint32_t n_win, win_len, win_hop, win_flags;
 	size_t key_off, key_len, text_off, text_len; /* in the arena */
 };
 
@@ -112,6 +117,7 @@ struct pieces {
 struct stats {
 	uint64_t audio, skipped_in, skipped_here; /* reader */
 	uint64_t features, skipped_out;           /* writer */
+	uint64_t fwindows;     /* writer: features-windows records written */
 	double t_reader;                          /* reader, all */
 	double t_reader_in;                       /* reader, waiting for input */
 	double t_out_blocked, t_alloc;            /* reader, waiting */

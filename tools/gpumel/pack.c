@@ -581,7 +581,7 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 			it->win_len;
 	uint64_t n = span > it->dim0 ? span : it->dim0;
 	uint64_t nf = mel_n_frames(&lp->p, it->win_len);
-	size_t key_off = SIZE_MAX;
+	size_t key_off = SIZE_MAX, first;
 	char reason[256];
 	rec_item probe = *it;
 	struct hbatch *hb;
@@ -606,6 +606,7 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 	       (n - it->dim0) * isz);
 	hb->mb.in_dtype = dt;
 	lp->st.audio += it->n_windows;
+	first = hb->n_ent;
 	for (uint32_t i = 0; i < it->n_windows; i++) {
 		mel_rec *r = &hb->mb.rec[hb->mb.n];
 		rec_item win = *it;
@@ -629,6 +630,10 @@ static int add_windows(struct loop *lp, struct hbatch **cur,
 		e->rec = hb->mb.n++;
 		hb->out_used += nf * mel_n_rows(&lp->p);
 	}
+	hb->ent[first].n_win = it->n_windows;
+	hb->ent[first].win_len = it->win_len;
+	hb->ent[first].win_hop = it->win_hop;
+	hb->ent[first].win_flags = it->win_flags;
 	hb->in_used += n;
 	return 0;
 }
@@ -655,7 +660,9 @@ static int add_record(struct loop *lp, struct hbatch **cur, const rec_item *it)
 		loop_fail(lp, "record %" PRIu64 " ('%.*s') is a %s record: "
 			  "gpumel reads audio streams",
 			  rec_reader_count(lp->rd), (int)it->key_len, it->key,
-			  it->type == REC_T_FEATURES ? "features" : "unknown");
+			  it->type == REC_T_FEATURES ? "features"
+			  : it->type == REC_T_FWINDOWS ? "features-windows"
+			  : "unknown");
 		return -1;
 	}
 }

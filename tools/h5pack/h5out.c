@@ -57,6 +57,8 @@ int h5out_add(h5out *h, const rec_item *it)
 						       : add_skipped(h, it);
 	if (h->join.open || rec_item_is_piece(it))
 		return join_piece(h, it);
+	if (it->type == REC_T_FWINDOWS)
+		return add_fwindows(h, it);
 	return add_row(h, it);
 }
 

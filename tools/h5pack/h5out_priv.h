@@ -189,6 +189,8 @@ int flush_group(h5out *h, struct group *g, int final);
 /* Writes every chunk still with the compression threads. */
 int drain_chunks(h5out *h);
 int add_row(h5out *h, const rec_item *it);
+/* The rows of a features-windows record's windows (h5rows.c). */
+int add_fwindows(h5out *h, const rec_item *it);
 /* Appends n rows of label, clip, segment and offset from the buffers at
  * row at; -1 without a message. */
 int write_columns(h5out *h, struct group *g, hsize_t at, hsize_t n);

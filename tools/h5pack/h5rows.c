@@ -321,3 +321,64 @@ int add_row(h5out *h, const rec_item *it)
 		return flush_group(h, g, 0);
 	return 0;
 }
+
+/* The windows of a features-windows record: in the ragged layout each
+ * as the features record it stands for; in the fixed layout, whose rows
+ * its matrices are, one after the other, copied by the chunk's worth
+ * with their columns, the record checked once (its last window's segment
+ * and offset too: the others lie between). */
+int add_fwindows(h5out *h, const rec_item *it)
+{
+	rec_item w;
+	struct group *g;
+	const unsigned char *p = it->data;
+	uint64_t last_off;
+	uint32_t i = 0;
+
+	if (rec_window(it, 0, &w, NULL) != REC_OK) {
+		prog_err("'%.*s': a features-windows record without windows",
+			 (int)it->key_len, it->key);
+		return -1;
+	}
+	if (h->o.ragged) {
+		for (; i < it->n_windows; i++)
+			if (rec_window(it, i, &w, NULL) != REC_OK ||
+			    add_row(h, &w))
+				return -1;
+		return 0;
+	}
+	if (check_row(h, &w, 0) || note_clip(h, &w))
+		return -1;
+	if (__builtin_mul_overflow((uint64_t)(it->n_windows - 1),
+				   (uint64_t)it->win_hop, &last_off) ||
+	    __builtin_add_overflow(last_off, it->offset, &last_off) ||
+	    last_off > INT64_MAX ||
+	    rec_item_last_segment(it) > INT32_MAX) {
+		prog_err("'%.*s': segment %" PRIu32 " or offset of its last "
+			 "window out of range", (int)it->key_len, it->key,
+			 rec_item_last_segment(it));
+		return -1;
+	}
+	if (!h->has_group[it->split] && make_group(h, it->split))
+		return -1;
+	g = &h->groups[it->split];
+	while (i < it->n_windows) {
+		size_t k = g->cap - g->n;
+
+		if (k > it->n_windows - i)
+			k = it->n_windows - i;
+		memcpy(g->features + g->n * h->row_bytes, p, k * h->row_bytes);
+		p += k * h->row_bytes;
+		for (size_t j = 0; j < k; j++, i++) {
+			g->label[g->n + j] = it->label;
+			g->clip[g->n + j] = (int32_t)it->clip;
+			g->segment[g->n + j] = (int32_t)(it->segment + i);
+			g->offset[g->n + j] = (int64_t)(it->offset +
+					      (uint64_t)i * it->win_hop);
+		}
+		g->n += k;
+		if (g->n == g->cap && flush_group(h, g, 0))
+			return -1;
+	}
+	return 0;
+}

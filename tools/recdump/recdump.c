@@ -38,8 +38,10 @@ struct opts {
 /* Totals for --summary. An item in pieces counts once in the totals
  * per type, split and label, as its first piece. */
 struct totals {
-	uint64_t by_type[REC_T_SOURCE + 1];
+	uint64_t by_type[REC_T_FWINDOWS + 1];
 	uint64_t windows;       /* windows the windows records describe */
+	uint64_t fwindows;      /* windows whose features the
+				   features-windows records hold */
 	uint64_t pieces;        /* records that are pieces of an item */
 	uint64_t cut_short;     /* skipped records that end an item early */
 	int open;               /* the record before was flagged more */
@@ -75,6 +77,9 @@ static void usage(FILE *f)
 "A source record (format version 4: the input file as wavcat found it,\n"
 "before its clip's first data record) shows the clip's fields and its\n"
 "pairs, source_rate=\"48000\" and so on; --summary counts them apart.\n"
+"A features-windows record (format version 6: gpumel's features of a\n"
+"windows record's windows, one after the other) shows dims (of each\n"
+"window's features) and the window fields; --summary counts the windows.\n"
 "\n"
 "Options:\n"
 "  -h, --help            show this help and exit\n"
@@ -82,7 +87,8 @@ static void usage(FILE *f)
 "                        refuse payloads over SIZE bytes (K/M/G suffixes;\n"
 "                        default 256M)\n"
 "  -n, --limit N         stop after N data records (audio, features,\n"
-"                        windows or skipped; each piece counts): the\n"
+"                        windows, features-windows or skipped; each\n"
+"                        piece counts): the\n"
 "                        source records among them are shown but not\n"
 "                        counted, the rest is not read nor verified\n"
 "  -q, --quiet           print nothing but errors: only verify\n"
@@ -312,6 +318,7 @@ static const char *type_name(int type)
 	case REC_T_SKIPPED: return "skipped";
 	case REC_T_WINDOWS: return "windows";
 	case REC_T_SOURCE: return "source";
+	case REC_T_FWINDOWS: return "features-windows";
 	}
 	return "unknown";
 }
@@ -368,7 +375,7 @@ static void print_item(const rec_header *h, const rec_item *it,
 	if (it->type != REC_T_SKIPPED) {
 		printf(" dtype=%s dims=%" PRIu32 "x%" PRIu32,
 		       rec_dtype_name(it->dtype), it->dim0, it->dim1);
-		if (it->type == REC_T_WINDOWS)
+		if (it->type == REC_T_WINDOWS || it->type == REC_T_FWINDOWS)
 			printf(" win_len=%" PRIu32 " win_hop=%" PRIu32
 			       " n_windows=%" PRIu32 " pad=%s", it->win_len,
 			       it->win_hop, it->n_windows,
@@ -427,6 +434,8 @@ static void totals_add(struct totals *t, const rec_item *it)
 	t->by_type[it->type]++;
 	if (it->type == REC_T_WINDOWS)
 		t->windows += it->n_windows;
+	if (it->type == REC_T_FWINDOWS)
+		t->fwindows += it->n_windows;
 	t->by_split[it->split]++;
 	if (it->label < 0)
 		t->by_label[t->n_labels]++;
@@ -436,7 +445,8 @@ static void totals_add(struct totals *t, const rec_item *it)
 		t->label_other++;
 }
 
-/* The windows lines appear only for streams that have windows records,
+/* The windows lines appear only for streams that have windows records
+ * (the features-windows lines only for those with features-windows),
  * the pieces lines only for streams with pieces, so that the summary of a
  * version 1 stream is what it always was. */
 static void totals_print(const struct totals *t, const rec_header *h)
@@ -447,6 +457,11 @@ static void totals_print(const struct totals *t, const rec_header *h)
 		printf("type windows %" PRIu64 "\n",
 		       t->by_type[REC_T_WINDOWS]);
 		printf("windows %" PRIu64 "\n", t->windows);
+	}
+	if (t->by_type[REC_T_FWINDOWS]) {
+		printf("type features-windows %" PRIu64 "\n",
+		       t->by_type[REC_T_FWINDOWS]);
+		printf("feature_windows %" PRIu64 "\n", t->fwindows);
 	}
 	if (t->by_type[REC_T_SOURCE])
 		printf("type source %" PRIu64 "\n", t->by_type[REC_T_SOURCE]);
