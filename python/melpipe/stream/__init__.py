@@ -1,13 +1,16 @@
 """melpipe.stream - the melpipe record stream (formats/record.md, format
-versions 1 to 4) in Python: a reader that checks every rule in the
+versions 1 to 6) in Python: a reader that checks every rule in the
 spec's order and says where and why a stream is refused, as lib/rec
 does; a writer; windows records expanded into the audio records they
-stand for, and items in pieces joined.
+stand for, features-windows records (version 6) into the features
+records they stand for, and items in pieces joined. (Version 5's ring
+records are checked and passed over; a reference into a ring, which
+only a pipe between two stages of one build carries, is refused.)
 
     from melpipe import stream
     with open("feats.rec", "rb") as f:
         r = stream.Reader(f)
-        for it in stream.join(r):        # records, pieces joined
+        for it in stream.expand(stream.join(r)):  # a record a window
             print(it.clip, it.segment, it.array().shape)
 
     python -m melpipe.stream dump FILE   # print and check a stream
@@ -22,8 +25,8 @@ from ._crc import crc32c
 from ._format import (DEFAULT_MAX_DATA, DTYPE_IDS, DTYPES, F_CONT, F_MORE,
                       F_ZSTD, HDR_SIZE, ITEM_META, MAGIC, MAX_META,
                       MAX_SEGMENT, PIECE, SPLITS, T_AUDIO, T_FEATURES,
-                      T_HEADER, T_RING, T_SKIPPED, T_SOURCE, T_TRAILER,
-                      T_WINDOWS, F_SHARED,
+                      T_FWINDOWS, T_HEADER, T_RING, T_SKIPPED, T_SOURCE,
+                      T_TRAILER, T_WINDOWS, F_SHARED, WINDOWED,
                       TYPE_NAMES,
                       VERSION, WIN_PAD, type_version, zstd)
 from ._rules import Item
@@ -39,6 +42,6 @@ __all__ = ["Reader", "StreamError", "read_stream", "split_records",
            "MAX_META", "MAX_SEGMENT", "DEFAULT_MAX_DATA", "DTYPES",
            "DTYPE_IDS", "SPLITS", "TYPE_NAMES", "T_HEADER", "T_AUDIO",
            "T_FEATURES", "T_SKIPPED", "T_TRAILER", "T_WINDOWS", "T_SOURCE",
-           "T_RING", "F_SHARED",
+           "T_RING", "T_FWINDOWS", "WINDOWED", "F_SHARED",
            "F_ZSTD",
            "F_MORE", "F_CONT", "PIECE", "WIN_PAD"]

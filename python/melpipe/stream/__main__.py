@@ -1,7 +1,8 @@
 """python -m melpipe.stream dump [--summary] [--max-record N] FILE|-
 
 Reads a record stream, checking it all, and prints it: the header's
-pairs, a line per data record, the trailer (as recdump does). A stream
+pairs, a line per data record (a windows or features-windows record's
+with its window fields), the trailer (as recdump does). A stream
 that breaks a rule gives one line on stderr, "melpipe.stream: FILE:
 record N at byte B: reason", and exit status 1; a bad command line 2.
 """
@@ -9,7 +10,8 @@ import argparse
 import sys
 
 from ._format import (DEFAULT_MAX_DATA, DTYPES, F_CONT, F_MORE, SPLITS,
-                      T_SKIPPED, T_SOURCE, T_WINDOWS, WIN_PAD, type_name)
+                      T_FWINDOWS, T_SKIPPED, T_SOURCE, T_WINDOWS, WIN_PAD,
+                      WINDOWED, type_name)
 from .reader import Reader, StreamError
 
 PROG = "melpipe.stream"
@@ -62,7 +64,7 @@ def item_line(labels, it):
     if it.type != T_SKIPPED:
         line += " dtype=%s dims=%dx%d" % (DTYPES[it.dtype][0], it.dim0,
                                           it.dim1)
-        if it.type == T_WINDOWS:
+        if it.type in WINDOWED:
             line += " win_len=%d win_hop=%d n_windows=%d pad=%s" % (
                 it.win_len, it.win_hop, it.n_windows,
                 "yes" if it.win_flags & WIN_PAD else "no")
@@ -83,20 +85,26 @@ def dump(f, out, summary):
         out.write("header %s=%s\n" % (k, escape(v, False)))
     labels = [v for k, v in r.header if k == "label"]
     counts = dict.fromkeys(("audio", "features", "skipped", "windows",
-                            "source"), 0)
-    n_windows = 0
+                            "features-windows", "source"), 0)
+    # the windows of windows records, and of features-windows records
+    n_windows = {T_WINDOWS: 0, T_FWINDOWS: 0}
     for it in r:
         if not summary:
             out.write(item_line(labels, it) + "\n")
         elif not it.flags & F_CONT:  # an item in pieces counts once
             counts[type_name(it.type)] += 1
-            n_windows += it.n_windows
+            if it.type in n_windows:
+                n_windows[it.type] += it.n_windows
     if summary:
+        # (the lines of windows, features-windows and source records
+        # only where the stream holds some)
         for name, n in counts.items():
-            if n or name not in ("windows", "source"):
+            if n or name not in ("windows", "features-windows", "source"):
                 out.write("type %s %d\n" % (name, n))
-            if name == "windows" and n_windows:
-                out.write("windows %d\n" % n_windows)
+            if name == "windows" and n_windows[T_WINDOWS]:
+                out.write("windows %d\n" % n_windows[T_WINDOWS])
+            if name == "features-windows" and n_windows[T_FWINDOWS]:
+                out.write("feature_windows %d\n" % n_windows[T_FWINDOWS])
     t = r.trailer
     out.write("trailer records=%d items=%d skipped=%d checksum=0x%08x\n"
               % (t["n_records"], t["n_items"], t["n_skipped"],

@@ -7,19 +7,24 @@ import ctypes
 import ctypes.util
 
 MAGIC = b"MELP"
-VERSION = 5          # the newest format version this module knows
+VERSION = 6          # the newest format version this module knows
 HDR_SIZE = 24
 ITEM_META = 48
-WINDOWS_META = 16    # a windows record's fields after its key
+WINDOWS_META = 16    # the window fields after the key of a windows or
+                     # features-windows record
 TRAILER_META = 32
 MAX_META = 1 << 20
 DEFAULT_MAX_DATA = 1 << 28
 MAX_SEGMENT = 0xFFFFFFFF
 
 (T_HEADER, T_AUDIO, T_FEATURES, T_SKIPPED, T_TRAILER, T_WINDOWS,
- T_SOURCE, T_RING) = range(1, 9)
+ T_SOURCE, T_RING, T_FWINDOWS) = range(1, 10)
+# (the names are lib/rec's, rec_type_name(): recdump prints them)
 TYPE_NAMES = {1: "header", 2: "audio", 3: "features", 4: "skipped",
-              5: "trailer", 6: "windows", 7: "source", 8: "ring"}
+              5: "trailer", 6: "windows", 7: "source", 8: "ring",
+              9: "features-windows"}
+# the records that carry the 16 bytes of window fields after their key
+WINDOWED = (T_WINDOWS, T_FWINDOWS)
 # Version 5: a ring of shared memory offered in a pipe between two stages
 # of one build, and data records whose payload is a reference into it.
 # This module reads files and never attaches a ring: a ring record is
@@ -28,7 +33,10 @@ RING_META = 48
 SHARED_REF = 16
 MAX_RINGS = 8
 SHAREABLE = (2, 3, 6)  # audio, features, windows
-DATA_TYPES = (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS)
+# Version 6: a features-windows record holds the features of n_windows
+# windows of one clip, standing for n_windows features records; it comes
+# in no pieces and is never shared (zstd is its only flag).
+DATA_TYPES = (T_AUDIO, T_FEATURES, T_SKIPPED, T_WINDOWS, T_FWINDOWS)
 # the records between header and trailer, which the trailer's n_records
 # counts: data records and source records (version 4)
 BODY_TYPES = DATA_TYPES + (T_SOURCE,)
@@ -53,8 +61,11 @@ def dtype_name(d):
 
 def type_version(rtype, flags=0):
     """The version byte a record is written with: the lowest format
-    version that defines it (5 for a ring record and a shared one, 4 for
-    a source record, 3 for a piece, 2 for windows, else 1)."""
+    version that defines it (6 for a features-windows record, 5 for a
+    ring record and a shared one, 4 for a source record, 3 for a piece,
+    2 for windows, else 1)."""
+    if rtype == T_FWINDOWS:
+        return 6
     if rtype == T_RING or flags & F_SHARED:
         return 5
     if rtype == T_SOURCE:

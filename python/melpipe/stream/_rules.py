@@ -8,9 +8,9 @@ import struct
 
 from ._crc import crc32c
 from ._format import (DTYPES, F_CONT, F_MORE, ITEM_META, MAX_SEGMENT,
-                      PIECE, T_AUDIO, T_FEATURES, T_SKIPPED, T_SOURCE,
-                      T_WINDOWS, WIN_PAD, WINDOWS_META, dtype_name,
-                      piece_flag_names, type_name)
+                      PIECE, T_AUDIO, T_FEATURES, T_FWINDOWS, T_SKIPPED,
+                      T_SOURCE, T_WINDOWS, WIN_PAD, WINDOWED, WINDOWS_META,
+                      dtype_name, piece_flag_names, type_name)
 
 ITEM_FORMAT = "<QQQIiIBBHII"
 
@@ -19,7 +19,8 @@ class Item:
     """A data record: its metadata fields, key (bytes), payload (bytes,
     decompressed: the samples or features, or a skipped record's reason),
     piece flags (F_MORE, F_CONT), and the window fields (0 but in windows
-    records). index: its record number in the stream (the header is 0).
+    and features-windows records). index: its record number in the
+    stream (the header is 0).
     A source record (type T_SOURCE, format version 4) is an Item too: its
     clip, label, split and key, and its payload key NUL value NUL pairs
     (pairs(), source()). src: the source record of the clip, on the
@@ -55,15 +56,18 @@ class Item:
         return it
 
     def last_segment(self):
-        """The segment index of the last window the record holds."""
-        if self.type == T_WINDOWS and self.n_windows:
+        """The segment index of the last window the record holds (a
+        windows or features-windows record occupies segment to segment
+        + n_windows - 1)."""
+        if self.type in WINDOWED and self.n_windows:
             return self.segment + self.n_windows - 1
         return self.segment
 
     def windows_problem(self):
         """Why the window fields of a windows record do not fit its dim0
-        sample frames (formats/record.md, Windows record), or None; the
-        checks a reader makes, in its order."""
+        sample frames (formats/record.md, Windows record), or those of a
+        features-windows record are wrong (Features-windows record), or
+        None; the checks a reader makes, in its order."""
         return windows_problem(self)
 
     def pairs(self):
@@ -86,8 +90,9 @@ class Item:
 
     def array(self):
         """The payload as a numpy array: [n_mels, n_frames] for features,
-        [frames, channels] for audio and windows records; bf16 widened
-        to float32 (exactly)."""
+        [frames, channels] for audio and windows records, [n_windows,
+        n_mels, n_frames] for features-windows records (window i's
+        features at [i]); bf16 widened to float32 (exactly)."""
         import numpy as np
         if self.type == T_SKIPPED:
             raise ValueError("a skipped record holds a reason, not values")
@@ -99,6 +104,8 @@ class Item:
         else:
             v = np.frombuffer(self.data, {1: "<i2", 2: "<f4",
                                           3: "<f2"}[self.dtype])
+        if self.type == T_FWINDOWS:
+            return v.reshape(self.n_windows, self.dim0, self.dim1)
         return v.reshape(self.dim0, self.dim1)
 
     def meta(self):
@@ -107,7 +114,7 @@ class Item:
                            self.clip_samples, self.segment, self.label,
                            self.sample_rate, self.split, self.dtype,
                            len(self.key), self.dim0, self.dim1) + self.key
-        if self.type == T_WINDOWS:
+        if self.type in WINDOWED:
             meta += struct.pack("<IIII", self.win_len, self.win_hop,
                                 self.n_windows, self.win_flags)
         return meta
@@ -130,7 +137,7 @@ def parse_item(rtype, flags, meta):
     (it.clip, it.offset, it.clip_samples, it.segment, it.label,
      it.sample_rate, it.split, it.dtype, it.key_len, it.dim0,
      it.dim1) = struct.unpack_from(ITEM_FORMAT, meta)
-    wsize = WINDOWS_META if rtype == T_WINDOWS else 0
+    wsize = WINDOWS_META if rtype in WINDOWED else 0
     if len(meta) != ITEM_META + it.key_len + wsize:
         return None, ("metadata length %d is not 48 + key length %d%s"
                       % (len(meta), it.key_len, " + 16" if wsize else ""))
@@ -144,16 +151,23 @@ def parse_item(rtype, flags, meta):
 
 
 def windows_problem(it):
-    """Why a windows record's description does not fit its samples."""
+    """Why a windows record's description does not fit its samples, or a
+    features-windows record's window fields are wrong: win_len, win_hop
+    and n_windows at least 1, win_flags bit 0 alone, the last segment at
+    most 2^32 - 1 (and, for windows records only, every window inside
+    the samples)."""
     if it.win_len == 0 or it.win_hop == 0 or it.n_windows == 0:
-        return ("windows record with window length %d, hop %d and %d "
+        return ("%s record with window length %d, hop %d and %d "
                 "windows (none may be 0)"
-                % (it.win_len, it.win_hop, it.n_windows))
+                % (type_name(it.type), it.win_len, it.win_hop,
+                   it.n_windows))
     if it.win_flags & ~WIN_PAD:
         return "unknown windows flags 0x%x" % it.win_flags
     if it.n_windows - 1 > MAX_SEGMENT - it.segment:
         return ("%d windows from segment %d run past segment index "
                 "2^32 - 1" % (it.n_windows, it.segment))
+    if it.type == T_FWINDOWS:
+        return None  # dim0 is n_features: no samples to fit
     last = (it.n_windows - 1) * it.win_hop
     if last >= it.dim0 or (not it.win_flags & WIN_PAD and
                            last + it.win_len > it.dim0):
@@ -213,6 +227,16 @@ def item_problem(it, raw_len):
         return None
     if it.dtype not in DTYPES:
         return "invalid dtype %d" % it.dtype
+    if it.type == T_FWINDOWS:
+        # n_windows matrices [dim0][dim1]; Python's integers do not
+        # overflow, so this is the spec's product computed without
+        # overflow
+        if it.n_windows * it.dim0 * it.dim1 * DTYPES[it.dtype][1] \
+                != raw_len:
+            return ("payload of %d bytes does not match %d windows of "
+                    "%dx%d %s" % (raw_len, it.n_windows, it.dim0, it.dim1,
+                                  dtype_name(it.dtype)))
+        return windows_problem(it)
     if it.dim0 * it.dim1 * DTYPES[it.dtype][1] != raw_len:
         return ("payload of %d bytes does not match %dx%d %s"
                 % (raw_len, it.dim0, it.dim1, dtype_name(it.dtype)))

@@ -1,31 +1,45 @@
 """What a stream's records stand for: the windows of a windows record as
-audio records (expand), and an item in pieces as one record (join)."""
-from ._format import DTYPES, F_CONT, F_MORE, T_AUDIO, T_WINDOWS, type_name
+audio records, and those of a features-windows record as features
+records (expand), and an item in pieces as one record (join)."""
+from ._format import (DTYPES, F_CONT, F_MORE, T_AUDIO, T_FEATURES,
+                      T_FWINDOWS, WINDOWED, type_name)
 
 
 def window(it, i):
-    """Window i of the windows record it, as the audio record it stands
+    """Window i of a windows record it, as the audio record it stands
     for: offset + i * win_hop, segment + i, the win_len frames from frame
-    i * win_hop of the payload (zeros past its end), window fields 0;
-    the record's source record (src) goes with its first window only."""
-    if it.type != T_WINDOWS or not 0 <= i < it.n_windows:
+    i * win_hop of the payload (zeros past its end), window fields 0.
+    Window i of a features-windows record, as the features record it
+    stands for: offset + i * win_hop, segment + i, the i-th [dim0][dim1]
+    matrix of the payload, window fields 0. The record's source record
+    (src) goes with its first window only."""
+    if it.type not in WINDOWED or not 0 <= i < it.n_windows:
         raise IndexError("no window %d in a %s record"
                          % (i, type_name(it.type)))
-    frame = DTYPES[it.dtype][1] * it.dim1
     start = i * it.win_hop
+    src = it.src if i == 0 else None
+    if it.type == T_FWINDOWS:
+        size = it.dim0 * it.dim1 * DTYPES[it.dtype][1]
+        return it.copy(type=T_FEATURES, offset=it.offset + start,
+                       segment=it.segment + i, win_len=0, win_hop=0,
+                       n_windows=0, win_flags=0, src=src,
+                       data=it.data[i * size:(i + 1) * size])
+    frame = DTYPES[it.dtype][1] * it.dim1
     part = it.data[start * frame:(start + it.win_len) * frame]
     return it.copy(type=T_AUDIO, offset=it.offset + start,
                    segment=it.segment + i, dim0=it.win_len, win_len=0,
-                   win_hop=0, n_windows=0, win_flags=0,
-                   src=it.src if i == 0 else None,
+                   win_hop=0, n_windows=0, win_flags=0, src=src,
                    data=part + bytes(it.win_len * frame - len(part)))
 
 
 def expand(items):
-    """items with each windows record replaced by its windows, in order:
-    what a stage that wants one record per window sees."""
+    """items with each windows record replaced by its windows (audio
+    records) and each features-windows record by its windows (features
+    records), in order: what a stage that wants one record per window
+    sees. A stream of features-windows records expands to the features
+    records a stream of version 5 holds for the same windows."""
     for it in items:
-        if it.type == T_WINDOWS:
+        if it.type in WINDOWED:
             for i in range(it.n_windows):
                 yield window(it, i)
         else:

@@ -7,8 +7,8 @@ import struct
 from ._crc import crc32c
 from ._format import (DEFAULT_MAX_DATA, F_SHARED, F_ZSTD, HDR_SIZE, MAGIC,
                       MAX_META, MAX_RINGS, PIECE, RING_META, SHAREABLE,
-                      SHARED_REF, T_HEADER, T_RING, T_SOURCE, T_TRAILER,
-                      T_WINDOWS,
+                      SHARED_REF, T_FWINDOWS, T_HEADER, T_RING, T_SOURCE,
+                      T_TRAILER, T_WINDOWS,
                       TRAILER_META, TYPE_NAMES, VERSION, ZstdError,
                       piece_flag_names, type_name, zstd)
 from ._rules import (StreamState, _key_ok, item_problem, parse_item,
@@ -118,6 +118,10 @@ class Reader:
         if rtype == T_RING and version < 5:
             self.fail("FORMAT", "a ring record marked format version "
                       "%d (ring records are version 5)" % version)
+        if rtype == T_FWINDOWS and version < 6:
+            self.fail("FORMAT", "a features-windows record marked format "
+                      "version %d (features-windows records are version "
+                      "6)" % version)
         self._check_flags(rtype, flags, version)
         if reserved:
             self.fail("FORMAT", "reserved byte is 0x%02x, not 0" % reserved)

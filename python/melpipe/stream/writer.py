@@ -8,7 +8,8 @@ from ._crc import crc32c
 from ._format import (BODY_TYPES, DEFAULT_MAX_DATA, F_ZSTD, MAGIC, PIECE,
                       T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER, type_version,
                       zstd)
-from ._rules import Item, StreamState, item_problem, source_pairs_problem
+from ._rules import (Item, StreamState, item_problem, piece_flags_problem,
+                     source_pairs_problem)
 
 
 def header_meta(pairs):
@@ -102,8 +103,10 @@ class Writer:
 
     def item(self, rtype, data=b"", **fields):
         """Writes a data record of rtype with payload data (bytes) and the
-        fields of Item (clip, offset, ..., flags for a piece); a source
-        record's data may be its pairs, [(key, value)]."""
+        fields of Item (clip, offset, ..., flags for a piece; win_len,
+        win_hop, n_windows, win_flags for a windows or features-windows
+        record, whose payload is then n_windows [dim0][dim1] matrices);
+        a source record's data may be its pairs, [(key, value)]."""
         if rtype == T_SKIPPED and isinstance(data, str):
             data = data.encode()
         if rtype == T_SOURCE and not isinstance(data, (bytes, bytearray)):
@@ -123,7 +126,9 @@ class Writer:
                              % (len(data), self.max_data))
         it = it.copy(key=bytes(it.key), key_len=len(it.key))
         if self.check:
-            why = item_problem(it, len(data))
+            why = self._type_problem(it)
+            if why is None:
+                why = item_problem(it, len(data))
             if why is None and it.type == T_SOURCE:
                 why = source_pairs_problem(data)
             bad = ("FORMAT", why) if why else self.state.order_problem(it)
@@ -137,6 +142,17 @@ class Writer:
         self.state.note_item(it)
         self._put(record(it.type, it.meta(), stored, flags=flags,
                          raw_len=len(data)))
+
+    @staticmethod
+    def _type_problem(it):
+        """Why the record it, by its type and piece flags, is no data or
+        source record a stream may hold: a type that is neither, or the
+        more or cont flag on a record that comes in no pieces (windows,
+        features-windows, skipped and source records; the reader refuses
+        those flags in its flags check)."""
+        if it.type not in BODY_TYPES:
+            return "invalid record type %d" % it.type
+        return piece_flags_problem(it.type, it.flags & PIECE)
 
     def close(self):
         """Writes the trailer (refused while an item's pieces go on,
