@@ -33,8 +33,8 @@ except ImportError:  # a script run by hand, outside the tests
 from melpipe.stream import (  # noqa: E402,F401 (names for the tests)
     DEFAULT_MAX_DATA, DTYPE_IDS, DTYPES, F_CONT, F_MORE, F_ZSTD, HDR_SIZE,
     ITEM_META, MAGIC, MAX_META, MAX_SEGMENT, PIECE, SPLITS, T_AUDIO,
-    T_FEATURES, T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER, T_WINDOWS,
-    TYPE_NAMES,
+    T_FEATURES, T_FWINDOWS, T_HEADER, T_SKIPPED, T_SOURCE, T_TRAILER,
+    T_WINDOWS, TYPE_NAMES, WINDOWED,
     VERSION, WIN_PAD, Item, Reader, Writer, crc32c, header_meta, record,
     split_records, trailer_fields, trailer_meta, type_version, window, zstd)
 from melpipe.stream import StreamError as RecError  # noqa: E402
@@ -58,7 +58,10 @@ def join(items):
 
 
 def expand(items):
-    """melpipe.stream.expand() as a list."""
+    """melpipe.stream.expand() as a list: each windows record as the audio
+    records its windows stand for, each features-windows record (format
+    version 6) as the features records its windows stand for (offset +
+    i * win_hop, segment + i, the i-th [dim0][dim1] matrix), in order."""
     return list(_expand(items))
 
 
@@ -83,9 +86,10 @@ def item_meta(clip=0, offset=0, clip_samples=0, segment=0, label=-1,
               key_len=None, win_len=None, win_hop=0, n_windows=0,
               win_flags=0):
     """A data record's metadata, by melpipe.stream.Item.meta(): the 48
-    fixed bytes and the key, then, when win_len is given (windows
-    records), the 16 bytes of window fields. key_len forces the key
-    length field to a wrong value."""
+    fixed bytes and the key, then, when win_len is given (windows and
+    features-windows records: the same 16 bytes in both), the 16 bytes
+    of window fields. key_len forces the key length field to a wrong
+    value."""
     it = Item(T_AUDIO if win_len is None else T_WINDOWS, clip=clip,
               offset=offset, clip_samples=clip_samples, segment=segment,
               label=label, sample_rate=sample_rate, split=split,
@@ -105,7 +109,7 @@ def fields(it):
              segment=it.segment, label=it.label,
              sample_rate=it.sample_rate, split=it.split, dtype=it.dtype,
              key=it.key, dim0=it.dim0, dim1=it.dim1, piece=it.flags)
-    if it.type == T_WINDOWS:
+    if it.type in WINDOWED:
         f.update((k, getattr(it, k)) for k in WINDOW_FIELDS)
     return f
 
@@ -143,19 +147,23 @@ class Builder:
     def item(self, rtype, payload=b"", zstd_level=0, raw_frame=False,
              check=True, piece=0, version=None, **fields):
         """A data record; for audio/features dims must match payload. A
-        windows record takes win_len, win_hop, n_windows and win_flags
-        too; its description is checked against its dims (ValueError,
+        windows or features-windows record takes win_len, win_hop,
+        n_windows and win_flags too; its window fields are checked
+        (against its dims, for a windows record; ValueError,
         melpipe.stream's rules) unless check is false, which builds
-        broken ones on purpose. piece: the flags F_MORE and F_CONT of a
+        broken ones on purpose. A features-windows record's payload is
+        its n_windows [dim0][dim1] matrices, one after the other; its
+        version byte is 6. piece: the flags F_MORE and F_CONT of a
         piece of an item; version overrides the version byte."""
-        if rtype == T_WINDOWS:
+        if rtype in WINDOWED:
+            name = TYPE_NAMES[rtype]
             if "win_len" not in fields:
-                raise ValueError("a windows record needs win_len, win_hop, "
-                                 "n_windows (and win_flags)")
+                raise ValueError("a %s record needs win_len, win_hop, "
+                                 "n_windows (and win_flags)" % name)
             f = {k: v for k, v in fields.items() if k != "key_len"}
-            why = Item(T_WINDOWS, **f).windows_problem()
+            why = Item(rtype, **f).windows_problem()
             if check and why:
-                raise ValueError("bad windows record: " + why)
+                raise ValueError("bad %s record: %s" % (name, why))
         elif "win_len" in fields:
             raise ValueError("window fields in a %s record"
                              % TYPE_NAMES.get(rtype, rtype))
