@@ -121,8 +121,10 @@ test_expect_success 'a newer format version is refused naming both versions' '
 '
 
 test_expect_success 'unknown types and flags are refused even with a good CRC' '
+	$FORGE set 3 type 10 --fix-crc <good.rec >bad.rec &&
+	refused bad.rec "unknown record type 10$" &&
 	$FORGE set 3 type 9 --fix-crc <good.rec >bad.rec &&
-	refused bad.rec "unknown record type 9$" &&
+	refused bad.rec "a features-windows record marked format version 1 (features-windows records are version 6)$" &&
 	$FORGE set 3 type 7 --fix-crc <good.rec >bad.rec &&
 	refused bad.rec "a source record marked format version 1 (source records are version 4)$" &&
 	$FORGE set 3 type 6 --fix-crc <good.rec >bad.rec &&

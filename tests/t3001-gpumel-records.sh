@@ -135,7 +135,10 @@ test_expect_success 'described windows give what copied windows give' '
 			segment -q $seg in.rec | gpumel $opts >w.rec 2>w.err &&
 			segment -q --copy $seg in.rec |
 				gpumel $opts >c.rec 2>c.err &&
-			same w.rec c.rec &&
+			recdump -s w.rec >w.sum &&
+			test_grep "^type features-windows [1-9]" w.sum &&
+			rec-copy --expand <w.rec >wx.rec &&
+			same wx.rec c.rec &&
 			test_cmp c.err w.err || exit 1
 		done
 	done &&

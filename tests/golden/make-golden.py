@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "py"))
 
 import rec_stream as rs  # noqa: E402
 from rec_stream import (T_AUDIO, T_FEATURES, T_HEADER, T_SKIPPED,  # noqa
-                        T_SOURCE, T_TRAILER, T_WINDOWS, WIN_PAD, F_MORE,
+                        T_SOURCE, T_TRAILER, T_WINDOWS, T_FWINDOWS,
+                        WIN_PAD, F_MORE,
                         F_CONT,
                         record, item_meta, header_meta, trailer_meta)
 
@@ -105,6 +106,68 @@ def features_stream(dtype, enc, zstd_level=0):
                    label=clip, sample_rate=8000, split=1, dtype=dtype,
                    key="k%d.wav" % clip, dim0=4, dim1=3)
     return b
+
+
+def fwindows_stream(dtype, enc, zstd_level=0, expanded=False):
+    """gpumel's output for segment --len 40 --hop 20 (format version 6):
+    clip 0 gives 3 windows of 4 mels x 2 frames in one features-windows
+    record, clip 1 is a skipped input, clip 2 gives 4 windows in two
+    records (a batch ended between them: segments 0-1, then 2-3, the last
+    window padded), then a features record of clip 3. expanded: the same
+    windows one features record each, as a version-5 gpumel wrote them."""
+    name = rs.DTYPES[dtype][0]
+    pairs = audio_pairs(name) + [
+        ("segment_len", "40"), ("segment_hop", "20"), ("segment_last", "pad"),
+        ("stage", "segment 0.1.0\tsegment --len 40 --hop 20"),
+        ("stage", "gpumel 0.1.0\tgpumel --n-mels 4 --n-fft 16 --hop 16 "
+         "--no-center --dtype " + name),
+        ("n_fft", "16"), ("hop_length", "16"), ("n_mels", "4"),
+        ("log", "db"), ("top_db", "none")]
+    pairs = [(k, {"kind": "features", "clips": "4"}.get(k, v))
+             for k, v in pairs]
+    b = rs.Builder(pairs)
+
+    def vals(clip, seg):
+        return [-80.0 + 3.25 * i + 2 * clip - 0.5 * seg for i in range(8)]
+
+    def windows(clip, first, n, pad, **f):
+        if expanded:
+            for s in range(first, first + n):
+                b.item(T_FEATURES, enc(vals(clip, s)), zstd_level=zstd_level,
+                       clip=clip, offset=20 * s, segment=s, dim0=4, dim1=2,
+                       **f)
+            return
+        data = b"".join(enc(vals(clip, s)) for s in range(first, first + n))
+        b.item(T_FWINDOWS, data, zstd_level=zstd_level, clip=clip,
+               offset=20 * first, segment=first, dim0=4, dim1=2, win_len=40,
+               win_hop=20, n_windows=n, win_flags=WIN_PAD if pad else 0, **f)
+
+    common = dict(sample_rate=8000, dtype=dtype)
+    windows(0, 0, 3, False, clip_samples=80, label=1, split=1,
+            key="yes/a_nohash_0.wav", **common)
+    b.item(T_SKIPPED, b"unable to decode: not an audio file", clip=1,
+           label=1, sample_rate=0, split=1, key="yes/broken.wav")
+    windows(2, 0, 2, False, clip_samples=90, label=0, split=3,
+            key="no/c_nohash_2.wav", **common)
+    windows(2, 2, 2, True, clip_samples=90, label=0, split=3,
+            key="no/c_nohash_2.wav", **common)
+    b.item(T_FEATURES, enc(vals(3, 0)), zstd_level=zstd_level, clip=3,
+           offset=0, clip_samples=40, segment=0, label=-1, split=2,
+           key="d.wav", dim0=4, dim1=2, **common)
+    return b
+
+
+def check_expand_fwindows():
+    """rec_stream.expand() of fwindows_stream() against the same windows
+    written one features record each."""
+    for dtype, enc in ((2, f32), (3, f16)):
+        _, a, _ = rs.read_stream(fwindows_stream(dtype, enc).bytes())
+        _, b, _ = rs.read_stream(fwindows_stream(dtype, enc,
+                                                 expanded=True).bytes())
+        if [rs.fields(x) for x in rs.expand(a)] != \
+                [rs.fields(x) for x in b]:
+            sys.exit("make-golden: expand() gives the wrong features "
+                     "windows")
 
 
 def segment_pairs(dtype, stages):
@@ -437,6 +500,18 @@ def make_good():
          "valid windows edge cases: one window longer than its samples, "
          "the last window starting on the last frame, hop longer than "
          "the window, 2 channels, f16 and bf16, segments up to 2^32 - 1")
+    good("good-fwindows-f16.rec", fwindows_stream(3, f16).bytes(),
+         "gpumel-like (format version 6): features-windows records of 3 "
+         "windows (clip 0) and of 2 and 2 (clip 2, the last padded), 4 "
+         "mels x 2 frames of f16 each, a skipped input and a features "
+         "record between")
+    good("good-fwindows-f32.rec", fwindows_stream(2, f32, 3).bytes(),
+         "the same in f32 with zstd-compressed payloads")
+    good("good-fwindows-expanded.rec",
+         fwindows_stream(3, f16, expanded=True).bytes(),
+         "good-fwindows-f16.rec's windows one features record each (format "
+         "version 1): what its records stand for")
+    check_expand_fwindows()
     good("good-version-2.rec", all_version(audio_stream().bytes(), 2),
          "good-audio-s16.rec with every record marked version 2: a reader "
          "of version 2 takes any record of a version it knows")
@@ -477,13 +552,13 @@ def make_bad():
     bad("bad-magic.rec", patched(a, 2, 0, "4s", b"MELQ", fix_crc=False),
         "MAGIC", 2, "bad magic", "a data record's magic changed: framing "
         "lost")
-    bad("bad-version.rec", patched(a, 0, 6, "B", 6), "VERSION", 0,
-        "format version 6 is newer than this reader's version 5",
-        "the header record says format version 6")
+    bad("bad-version.rec", patched(a, 0, 6, "B", 7), "VERSION", 0,
+        "format version 7 is newer than this reader's version 6",
+        "the header record says format version 7")
     bad("bad-version-0.rec", patched(a, 1, 6, "B", 0), "FORMAT", 1,
         "invalid format version 0", "a record with version 0")
-    bad("bad-type.rec", patched(a, 1, 4, "B", 9), "FORMAT", 1,
-        "unknown record type 9", "record type 9")
+    bad("bad-type.rec", patched(a, 1, 4, "B", 10), "FORMAT", 1,
+        "unknown record type 10", "record type 10")
     bad("bad-flags.rec", patched(a, 1, 5, "B", 0x10), "FORMAT", 1,
         "unknown flags 0x10", "flag bit 4 set")
     bad("bad-header-zstd.rec", patched(a, 0, 5, "B", 1), "FORMAT", 0,
@@ -622,6 +697,7 @@ def make_bad():
         "a NUL byte inside a key")
 
     make_bad_windows(hdr)
+    make_bad_fwindows(hdr)
     make_bad_pieces(hdr)
     make_bad_sources(hdr)
 
@@ -710,6 +786,62 @@ def make_bad_windows(hdr):
         2, "clip 0 segment 2 after clip 0 segment 2 (records must be in "
         "clip and segment order)", "an audio record of segment 2 after a "
         "windows record holding segments 0 to 2 (trailer made to match)")
+
+
+def make_bad_fwindows(hdr):
+    """Features-windows records (type 9) that each break one rule."""
+    fw = fwindows_stream(2, f32).bytes()
+    bad("bad-fwindows-version-5.rec", patched(fw, 1, 6, "B", 5), "FORMAT", 1,
+        "a features-windows record marked format version 5 "
+        "(features-windows records are version 6)",
+        "a features-windows record whose version byte says 5")
+
+    def fw_stream(payload=None, **over):
+        """A features-windows record of 3 windows of 4 x 2 f32 (windows of
+        40 every 20) unless over says otherwise."""
+        f = dict(dtype=2, dim0=4, dim1=2, key="w", win_len=40, win_hop=20,
+                 n_windows=3, win_flags=0)
+        f.update(over)
+        data = bytes(4 * 4 * 2 * 3) if payload is None else payload
+        return with_trailer([hdr, record(T_FWINDOWS, item_meta(**f), data)])
+
+    bad("bad-fwindows-len-0.rec", fw_stream(win_len=0), "FORMAT", 1,
+        "features-windows record with window length 0, hop 20 and 3 "
+        "windows (none may be 0)", "a window length of 0")
+    bad("bad-fwindows-hop-0.rec", fw_stream(win_hop=0), "FORMAT", 1,
+        "features-windows record with window length 40, hop 0 and 3 "
+        "windows (none may be 0)", "a hop of 0")
+    bad("bad-fwindows-count-0.rec", fw_stream(b"", n_windows=0), "FORMAT",
+        1, "features-windows record with window length 40, hop 20 and 0 "
+        "windows (none may be 0)", "no windows (and no payload)")
+    bad("bad-fwindows-size.rec", fw_stream(n_windows=4), "FORMAT", 1,
+        "payload of 96 bytes does not match 4 windows of 4x2 f32",
+        "a payload of 3 windows' features for 4")
+    bad("bad-fwindows-flags.rec", fw_stream(win_flags=2), "FORMAT", 1,
+        "unknown windows flags 0x2", "an unknown windows flag bit")
+    bad("bad-fwindows-segment-overflow.rec",
+        fw_stream(segment=rs.MAX_SEGMENT - 1), "FORMAT", 1,
+        "3 windows from segment 4294967294 run past segment index 2^32 - 1",
+        "segment + n_windows - 1 over 2^32 - 1")
+    bad("bad-fwindows-more.rec", patched(fw, 1, 5, "B", F_MORE), "FORMAT", 1,
+        "the more flag on a features-windows record (only audio and "
+        "features records come in pieces)", "a features-windows record "
+        "flagged more")
+    bad("bad-fwindows-meta-len.rec",
+        with_trailer([hdr, record(T_FWINDOWS, item_meta(
+            dtype=2, dim0=4, dim1=2, key="abc"), bytes(32)),]), "FORMAT", 1,
+        "metadata length 51 is not 48 + key length 3 + 16",
+        "a features-windows record without its 16 bytes of window fields")
+    w0 = fw[spans(fw)[1][0]:][:spans(fw)[1][1]]
+    inside = record(T_FEATURES, item_meta(
+        clip=0, offset=40, clip_samples=80, segment=2, label=1,
+        sample_rate=8000, split=1, dtype=2, key="yes/a_nohash_0.wav",
+        dim0=4, dim1=2), bytes(32))
+    bad("bad-fwindows-order.rec", with_trailer([hdr, w0, inside]), "ORDER",
+        2, "clip 0 segment 2 after clip 0 segment 2 (records must be in "
+        "clip and segment order)", "a features record of segment 2 after a "
+        "features-windows record holding segments 0 to 2 (trailer made to "
+        "match)")
 
 
 def make_bad_pieces(hdr):

@@ -35,6 +35,7 @@ struct opts {
 	int empty_last;      /* --empty-last: an empty last piece */
 	uint32_t shard_k, shard_n; /* --shard K/N: 0/0 = every clip */
 	const char *job;     /* --job: NULL = the input's */
+	int expand;          /* --expand: a record per window */
 };
 
 /* What re-cutting needs beside the options. */
@@ -43,6 +44,8 @@ struct cutter {
 	uint64_t hop;        /* the header's hop_length, for features */
 	void *buf;           /* a features piece's columns */
 	size_t cap;
+	void *pad;           /* --expand: a padded window */
+	size_t pad_cap;
 };
 
 static void usage(FILE *f)
@@ -52,6 +55,9 @@ static void usage(FILE *f)
 "Copy a record stream through lib/rec's reader and writer (test helper).\n"
 "\n"
 "  -b, --buffer SIZE      writer buffer size (default 1M)\n"
+"      --expand           write each window of a windows or\n"
+"                         features-windows record as the audio or\n"
+"                         features record it stands for (rec_window)\n"
 "      --empty-last       with --pieces: end each item in pieces with an\n"
 "                         empty last piece\n"
 "  -h, --help             show this help and exit\n"
@@ -81,7 +87,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_MAX_RECORD = 256, OPT_NO_TRAILER, OPT_UNKNOWN_LENGTH,
-       OPT_EMPTY_LAST, OPT_HOP, OPT_SHARD, OPT_JOB };
+       OPT_EMPTY_LAST, OPT_HOP, OPT_SHARD, OPT_JOB, OPT_EXPAND };
 
 /* --shard K/N: 0 <= K < N. */
 static void parse_shard(const char *arg, struct opts *o)
@@ -112,6 +118,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "empty-last", no_argument, NULL, OPT_EMPTY_LAST },
+		{ "expand", no_argument, NULL, OPT_EXPAND },
 		{ "help", no_argument, NULL, 'h' },
 		{ "hop", required_argument, NULL, OPT_HOP },
 		{ "job", required_argument, NULL, OPT_JOB },
@@ -172,6 +179,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_JOB:
 			parse_job(optarg, o);
+			break;
+		case OPT_EXPAND:
+			o->expand = 1;
 			break;
 		case 'z':
 			o->level = (int)prog_arg_u64("--zstd", optarg, 0, 19);
@@ -297,6 +307,12 @@ static int put_item(rec_writer *w, struct cutter *c, const rec_item *it)
 	return REC_OK;
 }
 
+/* rec_each_window()'s callback for --expand. */
+static int expand_one(const rec_item *win, void *arg)
+{
+	return rec_write(arg, win);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -347,7 +363,13 @@ int main(int argc, char **argv)
 				goto out;
 			}
 		}
-		if ((err = put_item(w, &cut, &it))) {
+		if (o.expand && (it.type == REC_T_WINDOWS ||
+				 it.type == REC_T_FWINDOWS))
+			err = rec_each_window(&it, &cut.pad, &cut.pad_cap,
+					      expand_one, w);
+		else
+			err = put_item(w, &cut, &it);
+		if (err) {
 			prog_err("%s", err == REC_E_NOMEM ? "out of memory" :
 				 rec_writer_detail(w));
 			goto out;
@@ -367,6 +389,7 @@ int main(int argc, char **argv)
 	status = EXIT_OK;
 out:
 	free(cut.buf);
+	free(cut.pad);
 	rec_header_free(out_h);
 	rec_writer_close(w);
 	rec_reader_close(r);

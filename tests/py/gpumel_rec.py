@@ -60,8 +60,14 @@ def record_tuple(it):
 def read_stream(path):
     """(header pairs [(key, value str)], [Item], trailer tuple (n_records,
     n_items, n_skipped, checksum, 0)) of the valid stream in the file
-    path; rs.RecError otherwise."""
+    path; rs.RecError otherwise. A features-windows record (gpumel's
+    output for a windows record) comes as the features records its
+    windows stand for, as gpumel wrote them before format version 6; the
+    trailer's counts are the stream's, of its records."""
     pairs, items, t = rs.read_stream(open(path, "rb").read())
+    items = [w for it in items
+             for w in (rs.expand([it]) if it.type == rs.T_FWINDOWS
+                       else [it])]
     pairs = [(k, v.decode("utf-8", "replace")) for k, v in pairs]
     return pairs, items, (t["n_records"], t["n_items"], t["n_skipped"],
                           t["checksum"], 0)

@@ -122,7 +122,7 @@ def item_line(pairs, it, want_stats):
     if it.type != rs.T_SKIPPED:
         line += b" dtype=%s dims=%dx%d" % (rs.DTYPES[it.dtype][0].encode(),
                                            it.dim0, it.dim1)
-        if it.type == rs.T_WINDOWS:
+        if it.type in (rs.T_WINDOWS, rs.T_FWINDOWS):
             line += b" win_len=%d win_hop=%d n_windows=%d pad=%s" % (
                 it.win_len, it.win_hop, it.n_windows,
                 b"yes" if it.win_flags & rs.WIN_PAD else b"no")
@@ -153,6 +153,10 @@ def summary(pairs, records):
     if windows:
         out += b"type windows %d\n" % len(windows)
         out += b"windows %d\n" % sum(i.n_windows for i in windows)
+    fwindows = [i for i in items if i.type == rs.T_FWINDOWS]
+    if fwindows:
+        out += b"type features-windows %d\n" % len(fwindows)
+        out += b"feature_windows %d\n" % sum(i.n_windows for i in fwindows)
     if sources:
         out += b"type source %d\n" % len(sources)
     pieces = sum(1 for i in records if i.flags)
