@@ -36,22 +36,6 @@ for g in (\"training\", \"validation\", \"testing\"):
 "
 '
 
-# same_h5 A B: every dataset of A is in B and equal, and B has no other.
-same_h5() {
-	"$PYTHON" -c "
-import sys, h5py, numpy as np, hdf5plugin
-def walk(f):
-    out = {}
-    f.visititems(lambda n, o: out.__setitem__(n, o[...])
-                 if isinstance(o, h5py.Dataset) else None)
-    return out
-a, b = walk(h5py.File(sys.argv[1])), walk(h5py.File(sys.argv[2]))
-bad = [k for k in sorted(set(a) | set(b)) if k not in a or k not in b or
-       a[k].shape != b[k].shape or not np.array_equal(a[k], b[k])]
-sys.exit(\"differ: \" + \" \".join(bad) if bad else 0)
-" "$1" "$2"
-}
-
 test_expect_success 'features-windows records: the dataset of their windows one by one' '
 	recdump -s feats.rec >sum &&
 	test_grep "^type features-windows 18$" sum &&
@@ -63,9 +47,10 @@ test_expect_success 'features-windows records: the dataset of their windows one 
 	for o in "-c zstd --chunk-size 4K -j 2" "--chunk-size 4K" ""; do
 		h5pack $o -o fw.h5 <feats.rec &&
 		h5pack $o -o fwx.h5 <featsx.rec &&
-		same_h5 fw.h5 fwx.h5 || return 1
+		HDF5_PLUGIN_PATH=$MELPIPE_BIN/plugins \
+			test_same_datasets fw.h5 fwx.h5 || return 1
 	done &&
-	same_h5 replay.h5 fwx.h5
+	test_same_datasets replay.h5 fwx.h5
 '
 
 test_expect_success 'features-windows records in the ragged layout: the same too' '
@@ -86,7 +71,7 @@ for name, its in ((\"rw.rec\", items), (\"rx.rec\", list(expand(items)))):
 	h5pack -o rx.h5 <rx.rec &&
 	"$PYTHON" -c "
 import h5py; assert \"start\" in h5py.File(\"rw.h5\")[\"training\"]" &&
-	same_h5 rw.h5 rx.h5
+	test_same_datasets rw.h5 rx.h5
 '
 
 test_expect_success 'clips in pieces: segment cuts them as whole, the same dataset' '
