@@ -68,10 +68,59 @@ test_expect_success 'on by default; off with MELPIPE_SHM=0: the same dataset, -v
 	test_same_datasets shm.h5 off.h5
 '
 
-test_expect_success 'MELPIPE_SHM must be 0, 1 or 2' '
-	for v in x 3 yes; do
-		MELPIPE_SHM=$v test_expect_code 2 wavcat DATA/ >/dev/null 2>err &&
-		test_grep "MELPIPE_SHM=$v: not 0, 1 or 2" err || return 1
+test_expect_success 'MELPIPE_SHM takes on and off as words, in any case' '
+	for v in off OFF No false; do
+		(
+			MELPIPE_SHM=$v && export MELPIPE_SHM &&
+			$W 2>wv.err | $S 2>sv.err | recdump -q
+		) &&
+		test_grep "wavcat: output: payloads in the stream, not in shared memory: off (MELPIPE_SHM=$v)$" wv.err &&
+		test_grep "segment: output: .*not in shared memory: off (MELPIPE_SHM=$v)$" sv.err ||
+		return 1
+	done &&
+	for v in on ON Yes true 1; do
+		(
+			MELPIPE_SHM=$v && export MELPIPE_SHM &&
+			$W 2>wv.err | $S 2>sv.err | recdump -q
+		) &&
+		test_grep "wavcat: output: [1-9][0-9]* $BYREF" wv.err &&
+		test_grep "segment: input: [1-9][0-9]* $READ" sv.err ||
+		return 1
+	done
+'
+
+test_expect_success 'another MELPIPE_SHM is a usage error that says what to give' '
+	wavcat --rate 4096 DATA/ >env.rec 2>/dev/null &&
+	for v in x 3 maybe on2; do
+		for p in "wavcat DATA/" "recdump env.rec" "h5pack -o x.h5 env.rec"; do
+			MELPIPE_SHM=$v test_expect_code 2 $p >/dev/null 2>err &&
+			test_grep "^${p%% *}: MELPIPE_SHM=$v: not a value it takes: give on (or 1, yes, true; the default), off (or 0, no, false), or 2 " err ||
+			return 1
+		done
+	done &&
+	test ! -e x.h5
+'
+
+test_expect_success 'MELPIPE_ZERO_COPY takes the same words; another value is a usage error' '
+	MELPIPE_ZERO_COPY=Off $W 2>wz.err | $S >/dev/null 2>/dev/null &&
+	test_grep "wavcat: output: copied (write), not vmsplice: MELPIPE_ZERO_COPY=Off$" wz.err &&
+	MELPIPE_ZERO_COPY=yes $W 2>wz.err | $S >/dev/null 2>/dev/null &&
+	test_grep "wavcat: output: [0-9.]* of [0-9.]* MB handed to the pipe without a copy" wz.err &&
+	MELPIPE_ZERO_COPY=2 test_expect_code 2 wavcat DATA/ >/dev/null 2>err &&
+	test_grep "^wavcat: MELPIPE_ZERO_COPY=2: not a value it takes: give on (or 1, yes, true; the default) or off (or 0, no, false)$" err
+'
+
+test_expect_success 'every program'"'"'s --help says the environment, once' '
+	for p in wavcat segment gpumel h5pack recdump recmerge; do
+		$p --help >help &&
+		test $(grep -c "^Environment:$" help) = 1 &&
+		test_grep "^  MELPIPE_SHM  " help &&
+		test_grep "carries references to them: on (the default; or 1,$" help &&
+		test_grep "or 2: the ring offered to any one$" help &&
+		test_grep "^  MELPIPE_SHM_RING_MB .*" help &&
+		test_grep "1 to 65536 (default 64)$" help &&
+		test_grep "^  MELPIPE_ZERO_COPY   on (the default" help ||
+		return 1
 	done
 '
 

@@ -479,13 +479,6 @@ void prog_abort_output(int fd)
 		close(fd);
 }
 
-int prog_zero_copy(void)
-{
-	const char *e = getenv("MELPIPE_ZERO_COPY");
-
-	return !(e && strcmp(e, "0") == 0);
-}
-
 void prog_report_spliced(const rec_writer *w)
 {
 	uint64_t spliced = rec_writer_spliced(w);
@@ -501,9 +494,11 @@ void prog_report_spliced(const rec_writer *w)
 	else if (out_kind)
 		prog_info("output: copied (write), not vmsplice: %s is %s, "
 			  "not a pipe", out_name, out_kind);
-	else if (why[0] || !prog_zero_copy())
-		prog_info("output: copied (write), not vmsplice: %s",
-			  why[0] ? why : "MELPIPE_ZERO_COPY=0");
+	else if (why[0])
+		prog_info("output: copied (write), not vmsplice: %s", why);
+	else if (!prog_zero_copy())
+		prog_info("output: copied (write), not vmsplice: "
+			  "MELPIPE_ZERO_COPY=%s", getenv("MELPIPE_ZERO_COPY"));
 	else
 		prog_info("output: copied (write); vmsplice only into a pipe "
 			  "read by melpipe programs of this build");

@@ -166,7 +166,9 @@ static void usage(FILE *f)
 "  -v, --verbose          report records, bytes and time spent at the end\n"
 "  -h, --help             show this help and exit\n"
 "  -V, --version          show the version and exit\n"
-"\n"
+"\n", f);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"
 "usable GPU with --device cuda), 2 usage error.\n", f);

@@ -149,7 +149,9 @@ static void usage(FILE *f)
 "With a terminal on standard error a progress line shows clips done of\n"
 "those announced, the rate and the time left; a clip being read counts\n"
 "by its samples, so one long clip shows how far it has come.\n"
-"\n"
+"\n", MAX_DEFAULT_JOBS);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 written, 1 failure (bad or truncated stream, write error,\n"
 "a stream without a usable clip; no OUT.h5 written), 2 usage error.\n"
 "Killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT it removes its temporary\n"
@@ -159,8 +161,7 @@ static void usage(FILE *f)
 "  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
 "  h5pack -o speech.h5\n"
 "  wavcat --shard 1/4 DATA/ | gpumel | h5pack -o part1.h5   (on each host)\n"
-"  h5pack --merge -o speech.h5 part0.h5 part1.h5 part2.h5 part3.h5\n",
-		MAX_DEFAULT_JOBS);
+"  h5pack --merge -o speech.h5 part0.h5 part1.h5 part2.h5 part3.h5\n", f);
 }
 
 static void parse_compress(const char *spec, struct options *o)

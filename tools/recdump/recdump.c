@@ -99,7 +99,10 @@ static void usage(FILE *f)
 "A stream whose header announces a number of clips should have records\n"
 "(skipped ones included) for clips 0 to that number - 1; a warning says\n"
 "when it does not. -q silences it.\n"
-"\n"
+"\n",
+		prog_name);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 for a valid stream, 1 for an invalid one or a read error,\n"
 "2 for a bad command line.\n"
 "\n"
@@ -108,8 +111,7 @@ static void usage(FILE *f)
 "\n"
 "  recdump -q clips.rec && echo valid\n"
 "\n"
-"  gpumel < clips.rec | recdump --stats -n 10\n",
-		prog_name);
+"  gpumel < clips.rec | recdump --stats -n 10\n", f);
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)

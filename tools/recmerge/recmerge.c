@@ -70,7 +70,10 @@ static void usage(FILE *f)
 "                     waiting for it, and the shard waited for most\n"
 "  -h, --help         show this help and exit\n"
 "  -V, --version      show the version and exit\n"
-"\n"
+"\n",
+		prog_name);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 merged, 1 failure (shards that do not make up one job, a\n"
 "bad or cut input stream, a write error), 2 usage error.\n"
 "\n"
@@ -79,8 +82,7 @@ static void usage(FILE *f)
 "           <(ssh b 'wavcat --shard 1/2 DATA/ | segment --len 16000') |\n"
 "  gpumel --n-mels 40 | h5pack -o out.h5\n"
 "\n"
-"  recmerge -o clips.rec shard-*.rec\n",
-		prog_name);
+"  recmerge -o clips.rec shard-*.rec\n", f);
 }
 
 static void parse_args(int argc, char **argv, struct options *o)

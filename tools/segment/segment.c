@@ -124,14 +124,16 @@ static void usage(FILE *f)
 "  -v, --verbose      report records, bytes and time spent at the end\n"
 "  -h, --help         show this help and exit\n"
 "  -V, --version      show the version and exit\n"
-"\n"
+"\n",
+		prog_name);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 done (clips too short were reported), 1 failure (bad\n"
 "input stream, write error), 2 usage error.\n"
 "\n"
 "Examples:\n"
 "  wavcat --rate 16000 DATA/ | segment --len 16000 --hop 8000 |\n"
-"  gpumel --n-mels 40 | h5pack -o out.h5\n",
-		prog_name);
+"  gpumel --n-mels 40 | h5pack -o out.h5\n", f);
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
