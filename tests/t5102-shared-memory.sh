@@ -210,6 +210,38 @@ test_expect_success VALGRIND 'the pipeline by reference is clean under valgrind'
 	test_grep "gpumel: input: [1-9][0-9]* $READ" vg.err
 '
 
+# late_reader PIDFILE CMD...: once the process whose pid PIDFILE holds
+# has ended (gone, or a zombie not yet reaped), runs CMD in its place: a
+# reader that reads its stream only after its writer exited.
+late_reader() {
+	until [ -s "$1" ]; do sleep 0.01; done
+	pid=$(cat "$1") && shift
+	while [ -d /proc/$pid ] &&
+	      ! grep -q "^State:[[:space:]]*[ZX]" /proc/$pid/status 2>/dev/null
+	do
+		sleep 0.01
+	done
+	exec "$@"
+}
+
+# A writer offers its ring as soon as it sees its reader, and sends
+# references only once the reader attached; a reader that comes to the
+# offer after its writer exited (a small stream fits in the pipe) cannot
+# open the ring, and nothing went by reference: -v says so in words, not
+# as an errno.
+test_expect_success 'an offer read after its writer ended: said plainly' '
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" FEW --labels 2 \
+		--per-label 2 --seconds 1 &&
+	(
+		MELPIPE_SHM=2 && export MELPIPE_SHM &&
+		sh -c "echo \$\$ >w.pid; exec wavcat -q --rate 4096 FEW/" |
+		late_reader w.pid segment -v --len 4096 >late.rec 2>late.err
+	) &&
+	test_grep "^segment: input: no payload in shared memory: the stage that offered its ring (pid $(cat w.pid)) had finished before this one read the offer, so its payloads came in the stream$" late.err &&
+	! grep "No such file" late.err &&
+	recdump -q late.rec
+'
+
 test_expect_success 'a reader that stops early ends the stages, no hang' '
 	timeout 300 sh -c "$W 2>/dev/null | $S 2>/dev/null | recdump -n 1 >first.txt" ;
 	test $? != 124 &&
