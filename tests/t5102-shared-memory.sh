@@ -40,6 +40,20 @@ test_expect_success 'every hop that carries samples carries them by reference' '
 	test_must_fail grep "h5pack: input: .* $READ" h.err
 '
 
+# gpumel's features stay in the stream (by reference h5pack's one thread
+# would hash them); its -v says so only where the path could apply
+test_expect_success 'gpumel says its features stay in the stream, only for a pipe with the path on' '
+	test_grep "^gpumel: output: features in the stream, not in shared memory: shared memory carries samples only (audio and windows records)$" g.err &&
+	$W 2>/dev/null | $S 2>/dev/null | $G -o gf.rec 2>gf.err &&
+	$W 2>/dev/null | $S 2>/dev/null | $G >gs.rec 2>gs.err &&
+	$W 2>/dev/null | $S 2>/dev/null | MELPIPE_SHM=off $G 2>g0.err |
+		recdump -q &&
+	for f in gf.err gs.err g0.err; do
+		test_grep "^gpumel: done " $f &&
+		! grep "features in the stream" $f || return 1
+	done
+'
+
 test_expect_success 'segment passes wavcat'"'"'s references on, copying none' '
 	test_grep "segment: output: [1-9][0-9]* $BYREF, [1-9][0-9]* of them passed on" s.err
 '

@@ -479,6 +479,11 @@ void prog_abort_output(int fd)
 		close(fd);
 }
 
+int prog_output_is_pipe(void)
+{
+	return out_name[0] != '\0' && out_kind == NULL;
+}
+
 void prog_report_spliced(const rec_writer *w)
 {
 	uint64_t spliced = rec_writer_spliced(w);

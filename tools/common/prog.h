@@ -158,6 +158,10 @@ uint64_t prog_shm_bytes(void);
  * before its "Exit status". */
 void prog_usage_env(FILE *f);
 
+/* Whether the output prog_open_output() opened is a pipe or a fifo (0
+ * before it is opened): where vmsplice and shared memory may apply. */
+int prog_output_is_pipe(void);
+
 /* With -v: one line saying how much of w's output went to the pipe
  * without a copy (vmsplice), or that it was copied and why: the output
  * prog_open_output() opened is a file, a device or a socket, not a pipe
