@@ -773,6 +773,8 @@ again:
 	}
 	r->pos += REC_HDR_SIZE + (size_t)h.meta_len + h.data_len;
 	r->off += REC_HDR_SIZE + (uint64_t)h.meta_len + h.data_len;
+	r->inline_bytes += REC_HDR_SIZE + (uint64_t)h.meta_len +
+			   (h.flags & REC_F_SHARED ? h.raw_len : h.data_len);
 	r->nrec++;
 	if (h.type == REC_T_TRAILER)
 		return rd_expect_eof(r);
@@ -837,6 +839,11 @@ const rec_trailer *rec_reader_trailer(const rec_reader *r)
 uint64_t rec_reader_offset(const rec_reader *r)
 {
 	return r ? r->off : 0;
+}
+
+uint64_t rec_reader_inline_bytes(const rec_reader *r)
+{
+	return r ? r->inline_bytes : 0;
 }
 
 uint64_t rec_reader_count(const rec_reader *r)

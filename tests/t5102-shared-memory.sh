@@ -162,6 +162,32 @@ test_expect_success 'recdump reads references and checks their CRCs' '
 	test_cmp file.txt ref.txt
 '
 
+# -v counts what the records carry: a payload by reference counts its
+# bytes, not the reference's 16, so the counts are the stream's size in a
+# file, by reference or not.
+test_expect_success '-v counts the payloads'"'"' bytes, by reference or not; recdump -v says what came by reference' '
+	size=$(wc -c <clips.rec) &&
+	$S <clips.rec >segs-v.rec 2>/dev/null &&
+	ssize=$(wc -c <segs-v.rec) &&
+	test_grep "^wavcat: [0-9]* records, $size bytes in" f.err &&
+	$W 2>wb.err | $S 2>sb.err | recdump -q -v 2>rb.err &&
+	test_grep "^wavcat: [0-9]* records, $size bytes in" wb.err &&
+	test_grep "^segment: input: [1-9][0-9]* $READ" sb.err &&
+	test_grep "^recdump: [0-9]* records, $ssize bytes in" rb.err &&
+	test_grep "^recdump: input: [1-9][0-9]* $READ" rb.err &&
+	(
+		MELPIPE_SHM=0 && export MELPIPE_SHM &&
+		$W 2>w0b.err | $S 2>s0b.err | recdump -q -v 2>r0b.err
+	) &&
+	test_grep "^wavcat: [0-9]* records, $size bytes in" w0b.err &&
+	test_grep "^recdump: [0-9]* records, $ssize bytes in" r0b.err &&
+	! grep "shared memory" r0b.err &&
+	sed -n "s/; waiting for input.*//p" sb.err >counts.shm &&
+	sed -n "s/; waiting for input.*//p" s0b.err >counts.off &&
+	test_grep "^segment: read [0-9]* records (.*), wrote" counts.shm &&
+	test_cmp counts.off counts.shm
+'
+
 # segment does not hash a payload it passes on whole by reference (it
 # reads none of its samples): the record it writes carries the CRC the
 # payload must have, and the stage that reads the samples checks it. A

@@ -129,8 +129,10 @@ static void report(const struct loop *lp, double t_total)
 	char in_b[32], out_b[32];
 
 	if (prog_verbosity > 0) {
-		prog_human_bytes(in_b, sizeof(in_b), rec_reader_offset(lp->rd));
-		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(lp->wr));
+		prog_human_bytes(in_b, sizeof(in_b),
+				 rec_reader_inline_bytes(lp->rd));
+		prog_human_bytes(out_b, sizeof(out_b),
+				 rec_writer_inline_bytes(lp->wr));
 		prog_info("%s: read %" PRIu64 " records (%s), wrote %" PRIu64
 			  " records (%s) in %.2f s", lp->be->name,
 			  rec_reader_count(lp->rd), in_b,

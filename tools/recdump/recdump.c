@@ -575,7 +575,9 @@ static int dump(int fd, const char *name, const struct opts *o)
 		prog_err("%s", rec_reader_detail(r));
 	}
 	prog_info("%" PRIu64 " records, %" PRIu64 " bytes in %.3f s",
-		  rec_reader_count(r), rec_reader_offset(r), prog_now() - t0);
+		  rec_reader_count(r), rec_reader_inline_bytes(r),
+		  prog_now() - t0);
+	prog_report_shm_in(r);
 out:
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		prog_write_error(NULL, errno);

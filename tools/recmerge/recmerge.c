@@ -164,7 +164,7 @@ static void report_shards(const struct job *job)
 		const struct shard *s = job->by_k[k];
 		double t = rec_reader_wait(s->r);
 
-		prog_human_bytes(b, sizeof(b), rec_reader_offset(s->r));
+		prog_human_bytes(b, sizeof(b), rec_reader_inline_bytes(s->r));
 		prog_info("shard %" PRIu32 "/%" PRIu32 " '%s': %" PRIu64
 			  " clips, %" PRIu64 " records (%s); waited %.2f s "
 			  "for it", k, job->n, s->name, s->clips,
@@ -184,7 +184,8 @@ static void report(const struct job *job, const rec_writer *w,
 
 	if (prog_verbosity > 0) {
 		report_shards(job);
-		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
+		prog_human_bytes(out_b, sizeof(out_b),
+				 rec_writer_inline_bytes(w));
 		prog_info("wrote %" PRIu64 " records (%s) in %.2f s; waiting "
 			  "on output %.2f s", rec_writer_count(w), out_b,
 			  t_total, rec_writer_wait(w));

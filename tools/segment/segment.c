@@ -581,8 +581,10 @@ static void report(const rec_reader *r, const rec_writer *w,
 	double work = t_total - t_in - t_out;
 
 	if (prog_verbosity > 0) {
-		prog_human_bytes(in_b, sizeof(in_b), rec_reader_offset(r));
-		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
+		prog_human_bytes(in_b, sizeof(in_b),
+				 rec_reader_inline_bytes(r));
+		prog_human_bytes(out_b, sizeof(out_b),
+				 rec_writer_inline_bytes(w));
 		prog_info("read %" PRIu64 " records (%s), wrote %" PRIu64
 			  " records (%s); waiting for input %.2f s, working "
 			  "%.2f s, waiting on output %.2f s",

@@ -567,7 +567,7 @@ static void report(const struct run *r)
 			  (unsigned long long)r->n_skipped);
 	prog_info("%llu records, %llu bytes in %.2f s",
 		  (unsigned long long)rec_writer_count(r->w),
-		  (unsigned long long)rec_writer_bytes(r->w),
+		  (unsigned long long)rec_writer_inline_bytes(r->w),
 		  prog_now() - r->t0);
 	prog_info("%llu samples; %llu %s longer than %llu samples in %llu "
 		  "pieces", (unsigned long long)r->n_samples,
