@@ -304,7 +304,8 @@ void prog_human_bytes(char *buf, size_t n, uint64_t b)
 	else if (b >= 10ull << 20)
 		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
 	else
-		snprintf(buf, n, "%" PRIu64 " bytes", b);
+		snprintf(buf, n, "%" PRIu64 " %s", b,
+			 prog_plural(b, "byte", "bytes"));
 }
 
 double prog_now(void)

@@ -34,11 +34,13 @@ void prog_report_shm_out(const rec_writer *w)
 	if (rep.leased)
 		snprintf(by, sizeof(by), ", %" PRIu64 " put there by the "
 			 "decoding threads", rep.leased);
-	prog_info("output: %" PRIu64 " payloads (%s) in shared memory, %"
-		  PRIu64 " of them passed on from the input's%s; %" PRIu64
-		  " in the stream while the ring was full (%" PRIu64
-		  " waits for room, %.2f s)", rep.records, b, rep.forwarded,
-		  by, rep.full, rep.waits, rep.t_wait);
+	prog_info("output: %" PRIu64 " %s (%s) in shared memory, %" PRIu64
+		  " of them passed on from the input's%s; %" PRIu64 " in the "
+		  "stream while the ring was full (%" PRIu64 " %s for room, "
+		  "%.2f s)", rep.records,
+		  prog_plural(rep.records, "payload", "payloads"), b,
+		  rep.forwarded, by, rep.full, rep.waits,
+		  prog_plural(rep.waits, "wait", "waits"), rep.t_wait);
 }
 
 void prog_report_shm_in(const rec_reader *r)
@@ -51,9 +53,10 @@ void prog_report_shm_in(const rec_reader *r)
 	rec_reader_shm(r, &rep);
 	if (rep.records) {
 		prog_human_bytes(b, sizeof(b), rep.bytes);
-		prog_info("input: %" PRIu64 " payloads (%s) read in shared "
-			  "memory%s%s", rep.records, b, rep.why[0] ?
-			  "; a ring not attached: " : "", rep.why);
+		prog_info("input: %" PRIu64 " %s (%s) read in shared "
+			  "memory%s%s", rep.records,
+			  prog_plural(rep.records, "payload", "payloads"), b,
+			  rep.why[0] ? "; a ring not attached: " : "", rep.why);
 	} else if (rep.why[0]) {
 		prog_info("input: no payload in shared memory: %s", rep.why);
 	}

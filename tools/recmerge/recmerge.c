@@ -166,9 +166,12 @@ static void report_shards(const struct job *job)
 
 		prog_human_bytes(b, sizeof(b), rec_reader_inline_bytes(s->r));
 		prog_info("shard %" PRIu32 "/%" PRIu32 " '%s': %" PRIu64
-			  " clips, %" PRIu64 " records (%s); waited %.2f s "
-			  "for it", k, job->n, s->name, s->clips,
-			  rec_reader_count(s->r), b, t);
+			  " %s, %" PRIu64 " %s (%s); waited %.2f s for it", k,
+			  job->n, s->name, s->clips,
+			  prog_plural(s->clips, "clip", "clips"),
+			  rec_reader_count(s->r),
+			  prog_plural(rec_reader_count(s->r), "record",
+				      "records"), b, t);
 		if (!most || t > rec_reader_wait(most->r))
 			most = s;
 	}
@@ -186,9 +189,10 @@ static void report(const struct job *job, const rec_writer *w,
 		report_shards(job);
 		prog_human_bytes(out_b, sizeof(out_b),
 				 rec_writer_inline_bytes(w));
-		prog_info("wrote %" PRIu64 " records (%s) in %.2f s; waiting "
-			  "on output %.2f s", rec_writer_count(w), out_b,
-			  t_total, rec_writer_wait(w));
+		prog_info("wrote %" PRIu64 " %s (%s) in %.2f s; waiting on "
+			  "output %.2f s", rec_writer_count(w),
+			  prog_plural(rec_writer_count(w), "record", "records"),
+			  out_b, t_total, rec_writer_wait(w));
 		prog_report_spliced(w);
 		prog_report_shm_out(w);
 	}

@@ -295,8 +295,8 @@ int write_too_short(struct cut_ctx *c, const rec_item *in, uint64_t n,
 	int err;
 
 	snprintf(reason, sizeof(reason),
-		 "shorter than one window (%" PRIu64 " samples < %" PRIu32 ")",
-		 n, c->o->len);
+		 "shorter than one window (%" PRIu64 " %s < %" PRIu32 ")",
+		 n, prog_plural(n, "sample", "samples"), c->o->len);
 	prog_warn("'%.*s': %s, skipped", (int)in->key_len, in->key, reason);
 	sk.type = REC_T_SKIPPED;
 	sk.flags = 0;
@@ -585,10 +585,13 @@ static void report(const rec_reader *r, const rec_writer *w,
 				 rec_reader_inline_bytes(r));
 		prog_human_bytes(out_b, sizeof(out_b),
 				 rec_writer_inline_bytes(w));
-		prog_info("read %" PRIu64 " records (%s), wrote %" PRIu64
-			  " records (%s); waiting for input %.2f s, working "
+		prog_info("read %" PRIu64 " %s (%s), wrote %" PRIu64
+			  " %s (%s); waiting for input %.2f s, working "
 			  "%.2f s, waiting on output %.2f s",
-			  rec_reader_count(r), in_b, rec_writer_count(w),
+			  rec_reader_count(r),
+			  prog_plural(rec_reader_count(r), "record", "records"),
+			  in_b, rec_writer_count(w),
+			  prog_plural(rec_writer_count(w), "record", "records"),
 			  out_b, t_in, work > 0 ? work : 0, t_out);
 		prog_report_spliced(w);
 		prog_report_shm_in(r);
