@@ -327,24 +327,42 @@ test_expect_success 'set up 120 clips of 60 s to kill stages in' '
 
 KW="wavcat -v --rate 4096 KILL/"
 
-test_expect_success 'a stage killed anywhere: the others stop, saying why' '
-	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
-	# (a stage killed before its header leaves the next one an empty
-	# input: said so as clearly)
-	ended="stdin: .*\(input ended\|empty input\)" &&
-	for t in 0 0.05 0.15; do
+# ended_by STAGE: what a reader says when STAGE, the one before it,
+# stopped: its stream stopped short, naming STAGE from the stream's
+# header; or, killed before it wrote its header, that it wrote nothing.
+ended_by() {
+	echo "stdin: record [0-9]* at byte [0-9]*: \(input ended [^:]*: the stream stopped short, most likely because the stage before, $1, stopped (killed, or failed with its own message)\|empty input (no header record): the stage before wrote nothing\)"
+}
+
+# kill_all TIMES: every stage killed after each of TIMES; each neighbour
+# stops, the stage after naming it, the stage before saying its reader
+# stopped.
+kill_all() {
+	for t in "$@"; do
 		kill_run w $t &&
-		test_grep "segment: $ended" k.s.err &&
+		test_grep "segment: $(ended_by wavcat)" k.s.err &&
+		test_grep "gpumel: $(ended_by segment)" k.g.err &&
 		kill_run s $t &&
-		test_grep "wavcat: unable to write" k.w.err &&
-		test_grep "gpumel: $ended" k.g.err &&
+		test_grep "wavcat: unable to write to standard output: Broken pipe (the next stage stopped reading)" k.w.err &&
+		test_grep "gpumel: $(ended_by segment)" k.g.err &&
+		test_grep "h5pack: $(ended_by gpumel)" k.h.err &&
 		kill_run g $t &&
-		test_grep "segment: unable to write" k.s.err &&
-		test_grep "h5pack: $ended" k.h.err &&
+		test_grep "segment: unable to write to standard output: Broken pipe (the next stage stopped reading)" k.s.err &&
+		test_grep "h5pack: $(ended_by gpumel)" k.h.err &&
 		kill_run h $t &&
-		test_grep "gpumel: unable to write" k.g.err ||
+		test_grep "gpumel: unable to write to standard output: Broken pipe (the next stage stopped reading)" k.g.err ||
 		return 1
 	done
+}
+
+test_expect_success 'a stage killed anywhere: the others stop, the next naming it' '
+	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
+	kill_all 0 0.05 0.15
+'
+
+test_expect_success 'the same with the shared-memory path off' '
+	MELPIPE_SHM=0 && export MELPIPE_SHM &&
+	kill_all 0.05 0.15
 '
 
 test_done
