@@ -120,8 +120,8 @@ int prog_exe_dir(char *buf, size_t len);
  * NULL; a static buffer. */
 const char *prog_doc_where(void);
 
-/* b as "N bytes" ("1 byte"), "N.N MB" (from 10 MB) or "N.N GB" (from 10 GB), for
- * -v reports, in buf of n bytes. */
+/* b as "N bytes" ("1 byte"), "N.N MB" (from 10 MB) or "N.N GB" (from
+ * 10 GB), for -v reports, in buf of n bytes. */
 void prog_human_bytes(char *buf, size_t n, uint64_t b);
 
 /* Seconds on a monotonic clock, for -v timing reports. */

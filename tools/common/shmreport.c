@@ -27,7 +27,8 @@ void prog_report_shm_out(const rec_writer *w)
 	}
 	if (rep.records == 0) {
 		prog_info("output: payloads in the stream, not in shared "
-			  "memory: off (MELPIPE_SHM=%s)", getenv("MELPIPE_SHM"));
+			  "memory: off (MELPIPE_SHM=%s)",
+			  getenv("MELPIPE_SHM"));
 		return;
 	}
 	prog_human_bytes(b, sizeof(b), rep.bytes);

@@ -166,8 +166,8 @@ static void report(const struct loop *lp, double t_total)
 		/* said where the path could apply: a pipe, the path on */
 		if (prog_output_is_pipe() && prog_shm())
 			prog_info("output: features in the stream, not in "
-				  "shared memory: shared memory carries samples "
-				  "only (audio and windows records)");
+				  "shared memory: shared memory carries "
+				  "samples only (audio and windows records)");
 	}
 	prog_warn("done %" PRIu64 " %s, skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,

@@ -224,16 +224,17 @@ static int check_length(SNDFILE *sf, const SF_INFO *info, int64_t frames,
 
 	if (v->err) {
 		set_reason(out, "read error after %lld %s: %s",
-			   (long long)total, prog_plural((uint64_t)total, "frame",
-							 "frames"),
+			   (long long)total,
+			   prog_plural((uint64_t)total, "frame", "frames"),
 			   strerror(v->err));
 		return -1;
 	}
 	if (sf_error(sf) != SF_ERR_NO_ERROR) {
 		tidy_sf_error(msg, sizeof(msg), sf_strerror(sf));
 		set_reason(out, "decoding failed after %lld %s: %s",
-			   (long long)total, prog_plural((uint64_t)total, "frame",
-							 "frames"), msg);
+			   (long long)total,
+			   prog_plural((uint64_t)total, "frame", "frames"),
+			   msg);
 		return -1;
 	}
 	if (ws->claimed && total < frames) {
