@@ -306,6 +306,13 @@ const rec_trailer *rec_reader_trailer(const rec_reader *r);
  * records: the number of the last one read, the header being 0). */
 uint64_t rec_reader_offset(const rec_reader *r);
 uint64_t rec_reader_count(const rec_reader *r);
+/* Bytes of the records read so far as the stream in a file holds them:
+ * each payload at its length, whether it came in the stream or by
+ * reference in shared memory (formats/record.md, version 5), and no ring
+ * record (a file holds none). What a stage's -v counts as the bytes it
+ * read, the same with the shared-memory path on or off; the offset
+ * counts what came through the input itself. */
+uint64_t rec_reader_inline_bytes(const rec_reader *r);
 /* With the data_crc option: 1 and *crc = the CRC32C of the payload of the
  * record rec_read() returned last, when it was stored uncompressed (the
  * same value crc32c(0, it->data, it->data_len) would give, without a
@@ -493,9 +500,13 @@ uint64_t rec_writer_spliced(const rec_writer *w);
  * the reader that is not a stage of this build, or the system's refusal
  * (wb_zc_why()); "" when nothing was refused. */
 void rec_writer_zero_copy_why(const rec_writer *w, char *buf, size_t n);
-/* Counters so far. */
+/* Counters so far: records, and bytes handed to the output. */
 uint64_t rec_writer_count(const rec_writer *w);
 uint64_t rec_writer_bytes(const rec_writer *w);
+/* Bytes of the records written so far as the stream in a file holds
+ * them: each payload at its length, whether it went in the stream or by
+ * reference, and no ring record (rec_reader_inline_bytes()). */
+uint64_t rec_writer_inline_bytes(const rec_writer *w);
 /* Seconds the caller's thread spent waiting on output so far: in write(2)
  * without write-behind, for a free buffer or the end of the writing with
  * it (the output is slower than the caller). Timed per buffer. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -614,11 +615,35 @@ static int rd_expect_eof(rec_reader *r)
 	return REC_END;
 }
 
+/*
+ * The input ended before the stream did (what: how). From a pipe that is
+ * the stage before stopping, killed or failing, which a format error alone
+ * does not say: the reason names it, by the header's producer (the
+ * program that wrote the stream), so that a stage after a killed one
+ * points at the culprit. A file is said as it is.
+ */
+static int rd_truncated(rec_reader *r, const char *what)
+{
+	const char *prod = r->hdr ? rec_header_get(r->hdr, "producer") : NULL;
+	struct stat st;
+	char who[64] = "";
+
+	if (fstat(r->fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+		return rd_fail(r, REC_E_TRUNC, "%s", what);
+	if (prod && *prod)
+		snprintf(who, sizeof(who), ", %.*s,", (int)strcspn(prod, " "),
+			 prod);
+	return rd_fail(r, REC_E_TRUNC, "%s: the stream stopped short, most "
+		       "likely because the stage before%s stopped (killed, or "
+		       "failed with its own message)", what, who);
+}
+
 /* Reports why the input ended before a whole record header: a few bytes
  * of garbage are not a record stream rather than a truncated one. */
 static int rd_short_header(rec_reader *r)
 {
 	size_t n = r->end - r->pos;
+	char what[128];
 
 	if (memcmp(r->buf + r->pos, REC_MAGIC, n < 4 ? n : 4) != 0)
 		return rd_bad_magic(r, n);
@@ -626,10 +651,14 @@ static int rd_short_header(rec_reader *r)
 		return rd_fail(r, REC_E_TRUNC, "empty input (no header "
 			       "record)");
 	if (r->end == r->pos)
-		return rd_fail(r, REC_E_TRUNC, "input ended before the trailer "
-			       "(after %" PRIu64 " data records)", r->ndata);
-	return rd_fail(r, REC_E_TRUNC, "input ended inside a record header "
-		       "(%zu of %u bytes)", r->end - r->pos, REC_HDR_SIZE);
+		snprintf(what, sizeof(what), "input ended before the trailer "
+			 "(after %" PRIu64 " data %s)", r->ndata,
+			 r->ndata == 1 ? "record" : "records");
+	else
+		snprintf(what, sizeof(what), "input ended inside a record "
+			 "header (%zu of %u bytes)", r->end - r->pos,
+			 REC_HDR_SIZE);
+	return rd_truncated(r, what);
 }
 
 /*
@@ -653,9 +682,13 @@ static int rd_frame(rec_reader *r, struct rhdr *h, unsigned char **meta,
 	st = rd_fill(r, total);
 	if (st < 0)
 		return st;
-	if (st == 1)
-		return rd_fail(r, REC_E_TRUNC, "input ended inside the record "
-			       "(%zu of %zu bytes)", r->end - r->pos, total);
+	if (st == 1) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "input ended inside the record "
+			 "(%zu of %zu bytes)", r->end - r->pos, total);
+		return rd_truncated(r, what);
+	}
 	*meta = r->buf + r->pos + REC_HDR_SIZE;
 	*data = *meta + h->meta_len;
 	if (h->flags & REC_F_SHARED)
@@ -778,6 +811,8 @@ again:
 	}
 	r->pos += REC_HDR_SIZE + (size_t)h.meta_len + h.data_len;
 	r->off += REC_HDR_SIZE + (uint64_t)h.meta_len + h.data_len;
+	r->inline_bytes += REC_HDR_SIZE + (uint64_t)h.meta_len +
+			   (h.flags & REC_F_SHARED ? h.raw_len : h.data_len);
 	r->nrec++;
 	if (h.type == REC_T_TRAILER)
 		return rd_expect_eof(r);
@@ -842,6 +877,11 @@ const rec_trailer *rec_reader_trailer(const rec_reader *r)
 uint64_t rec_reader_offset(const rec_reader *r)
 {
 	return r ? r->off : 0;
+}
+
+uint64_t rec_reader_inline_bytes(const rec_reader *r)
+{
+	return r ? r->inline_bytes : 0;
 }
 
 uint64_t rec_reader_count(const rec_reader *r)

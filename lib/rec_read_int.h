@@ -30,6 +30,7 @@ struct rec_reader {
 	size_t cap, pos, end;
 	int eof;
 	uint64_t off;         /* stream offset of buf[pos] */
+	uint64_t inline_bytes; /* rec_reader_inline_bytes() */
 	unsigned char *own;   /* buf when it is not a read-ahead slot */
 	size_t own_cap;
 	struct readahead *ra; /* NULL: read(2) in rd_fill */

@@ -62,6 +62,29 @@ void shm_ref_get(const unsigned char *p, struct shm_ref *ref)
 /* ------------------------------------------------------------------ */
 /* Reader side */
 
+/* Whether process pid has ended (no such process, or a zombie its parent
+ * has not reaped yet): its descriptors are gone with it. */
+static int pid_ended(uint32_t pid)
+{
+	char path[64], stat[256];
+	const char *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	stat[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' */
+	state = strrchr(stat, ')');
+	return state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X');
+}
+
 static struct shm_in_ring *rd_ring(struct shm_rd *s, uint32_t id)
 {
 	for (unsigned i = 0; i < s->n; i++)
@@ -105,6 +128,15 @@ int shm_rd_offer(struct shm_rd *s, const struct shm_offer *o, char *why,
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/fd/%" PRIu32, o->pid,
 		 o->fd);
 	e->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (e->fd < 0 && errno == ENOENT && pid_ended(o->pid)) {
+		/* a writer sends references into a ring only once its reader
+		 * attached it: none went into this one */
+		snprintf(s->why, sizeof(s->why), "the stage that offered its "
+			 "ring (pid %" PRIu32 ") had finished before this one "
+			 "read the offer, so its payloads came in the stream",
+			 o->pid);
+		return 0;
+	}
 	if (e->fd < 0) {
 		snprintf(s->why, sizeof(s->why), "cannot open the ring of pid "
 			 "%" PRIu32 " as %s: %s", o->pid, path,

@@ -108,6 +108,7 @@ static void wr_seal(rec_writer *w, unsigned char *p, struct rhdr *h,
 	w->bytes += REC_HDR_SIZE + (uint64_t)h->meta_len + h->data_len;
 	if (h->type == REC_T_RING) /* outside the count and the checksum */
 		return;
+	w->inline_bytes += REC_HDR_SIZE + (uint64_t)h->meta_len + h->data_len;
 	if (h->type != REC_T_TRAILER) {
 		put32(le, crc);
 		w->stream_crc = crc32c(w->stream_crc, le, 4);
@@ -624,6 +625,11 @@ uint64_t rec_writer_count(const rec_writer *w)
 uint64_t rec_writer_bytes(const rec_writer *w)
 {
 	return w ? w->bytes : 0;
+}
+
+uint64_t rec_writer_inline_bytes(const rec_writer *w)
+{
+	return w ? w->inline_bytes : 0;
 }
 
 double rec_writer_wait(const rec_writer *w)

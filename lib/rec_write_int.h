@@ -40,6 +40,7 @@ struct rec_writer {
 
 	uint64_t nrec;          /* records written, header included */
 	uint64_t ndata, nitems, nskipped, bytes;
+	uint64_t inline_bytes;  /* rec_writer_inline_bytes() */
 	uint32_t stream_crc;
 	struct rec_order order; /* what the order rules need */
 	int finished;

@@ -317,6 +317,7 @@ static int wr_emit_shared(rec_writer *w, const rec_item *it,
 	put32(le, crc);
 	w->stream_crc = crc32c(w->stream_crc, le, 4);
 	w->bytes += total;
+	w->inline_bytes += head + len; /* the record inline: its payload */
 	w->nrec++;
 	w->len += total;
 	w->shm.records++;

@@ -370,7 +370,7 @@ test_expect_success 'two files under one key from two folders: refused' '
 	cp B/yes/1.wav K2/yes/x.wav &&
 	test_expect_code 1 wavcat K1/ K2/ >o.rec 2>err &&
 	test_grep "^wavcat: .K1/yes/x.wav. and .K2/yes/x.wav. have the same key .yes/x.wav.$" err &&
-	test_grep "^wavcat: 1 keys name two different files, which the stream could not tell apart: name the files in a list" err &&
+	test_grep "^wavcat: 1 key names two different files, which the stream could not tell apart: name the files in a list" err &&
 	test_must_fail recdump -q o.rec 2>/dev/null &&
 	find K1 K2 -name "*.wav" | wavcat -q - >k.rec &&
 	keys k.rec >actual &&

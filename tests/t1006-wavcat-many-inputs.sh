@@ -233,8 +233,8 @@ test_expect_success '--labels FILE: ids, entries naming nothing, unlabelled' '
 	EXPECT=expect-folders.keys same --labels labels.csv D1 D2 &&
 	test_grep "more clips are not in .labels.csv.: label -1" def.err &&
 	wavcat -v --sort-buffer 4K --labels labels.csv D1 D2 >v.rec 2>err &&
-	test_grep "1 of .* entries of .labels.csv. name no input" err &&
-	test_grep "1 of .* entries of .D1/validation_list.txt. name no" err &&
+	test_grep "1 of .* entries of .labels.csv. names no input" err &&
+	test_grep "1 of .* entries of .D1/validation_list.txt. names no" err &&
 	$RR v.rec --same-as def.rec &&
 	$RR def.rec --header | grep -c "^label=" >n &&
 	echo 7 >expect &&

@@ -29,7 +29,7 @@ test_expect_success 'every record comes out in order with its metadata' '
 
 test_expect_success 'records with no frame become skipped records, warned' '
 	test_grep "a/clip000.wav.: no samples, skipped" err &&
-	test_grep "b/clip001.wav.: too short: 1 samples" err &&
+	test_grep "b/clip001.wav.: too short: 1 sample gives no frame" err &&
 	test_grep "c/clip002.wav.: too short: 511 samples" err &&
 	! grep "clip003.wav" err
 '

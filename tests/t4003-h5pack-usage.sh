@@ -24,6 +24,15 @@ test_expect_success '--help: usage on stdout, exit 0, every option named' '
 	h5pack --help | awk "length > 80 { print; bad = 1 } END { exit bad }"
 '
 
+# What SIGKILL leaves (t4002 makes one): its name, that it is safe to
+# delete and that OUT.h5 is never partial, where a user looks.
+test_expect_success '--help says what a killed run leaves behind' '
+	tr "\n" " " <help.out >help.line &&
+	test_grep "Killed by SIGKILL (kill -9), or by a *crash, it cannot: the temporary file stays in OUT.h5.s folder, hidden, *as .OUT.h5.h5pack-PID-HOST.XXXXXX " help.line &&
+	test_grep "OUT.h5 itself is *never partial" help.line &&
+	test_grep "safe to delete" help.line
+'
+
 test_expect_success '--version: one line, exit 0' '
 	h5pack --version >v.out &&
 	test $(wc -l <v.out) = 1 &&

@@ -265,4 +265,25 @@ test_expect_success 'h5pack joins the pieces of an item into one row' '
 	done
 '
 
+# One clip of one sample: every count in the -v and closing lines is 1
+# or 0, and a count of 1 is singular ("1 input, 1 label", "1 sample").
+test_expect_success 'counts of one are singular in every -v and closing line' '
+	mkdir -p ONE/yes &&
+	cp "$(find DATA -name "*.wav" | sort | head -n 1)" ONE/yes/ &&
+	wavcat -v --samples 1 ONE/ 2>1w.err | segment -v --len 256 2>1s.err |
+		gpumel -v --device cpu --n-fft 256 --hop 64 2>1g.err |
+		h5pack -v -o one.h5 2>1h.err &&
+	wavcat -q --shard 0/1 ONE/ | recmerge -v - 2>1m.err |
+		recdump -q -v 2>1r.err &&
+	test_grep "^wavcat: 1 input, 1 label, " 1w.err &&
+	test_grep "^wavcat: done 1 clip (1 trimmed and 0 padded to 1 sample), skipped 0$" 1w.err &&
+	test_grep "^wavcat: 1 sample; 0 clips longer than [0-9]* samples in 0 pieces$" 1w.err &&
+	test_grep "^segment: done: 1 record into 1 window (1 padded)" 1s.err &&
+	test_grep "^gpumel: done 1 window, " 1g.err &&
+	test_grep "^recmerge: shard 0/1 .stdin.: 1 clip, " 1m.err &&
+	test_grep "^recmerge: done: 1 clip from 1 shard in " 1m.err &&
+	cat 1?.err >all.err &&
+	! grep -E "(^|[^0-9.])1 (records|payloads|inputs|labels|clips|samples|pieces|bytes|windows|batches|copies|waits|runs|keys|rows|entries|shards)([^a-z]|$)" all.err
+'
+
 test_done

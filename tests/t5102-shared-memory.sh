@@ -40,6 +40,20 @@ test_expect_success 'every hop that carries samples carries them by reference' '
 	test_must_fail grep "h5pack: input: .* $READ" h.err
 '
 
+# gpumel's features stay in the stream (by reference h5pack's one thread
+# would hash them); its -v says so only where the path could apply
+test_expect_success 'gpumel says its features stay in the stream, only for a pipe with the path on' '
+	test_grep "^gpumel: output: features in the stream, not in shared memory: shared memory carries samples only (audio and windows records)$" g.err &&
+	$W 2>/dev/null | $S 2>/dev/null | $G -o gf.rec 2>gf.err &&
+	$W 2>/dev/null | $S 2>/dev/null | $G >gs.rec 2>gs.err &&
+	$W 2>/dev/null | $S 2>/dev/null | MELPIPE_SHM=off $G 2>g0.err |
+		recdump -q &&
+	for f in gf.err gs.err g0.err; do
+		test_grep "^gpumel: done " $f &&
+		! grep "features in the stream" $f || return 1
+	done
+'
+
 test_expect_success 'segment passes wavcat'"'"'s references on, copying none' '
 	test_grep "segment: output: [1-9][0-9]* $BYREF, [1-9][0-9]* of them passed on" s.err
 '
@@ -68,10 +82,59 @@ test_expect_success 'on by default; off with MELPIPE_SHM=0: the same dataset, -v
 	test_same_datasets shm.h5 off.h5
 '
 
-test_expect_success 'MELPIPE_SHM must be 0, 1 or 2' '
-	for v in x 3 yes; do
-		MELPIPE_SHM=$v test_expect_code 2 wavcat DATA/ >/dev/null 2>err &&
-		test_grep "MELPIPE_SHM=$v: not 0, 1 or 2" err || return 1
+test_expect_success 'MELPIPE_SHM takes on and off as words, in any case' '
+	for v in off OFF No false; do
+		(
+			MELPIPE_SHM=$v && export MELPIPE_SHM &&
+			$W 2>wv.err | $S 2>sv.err | recdump -q
+		) &&
+		test_grep "wavcat: output: payloads in the stream, not in shared memory: off (MELPIPE_SHM=$v)$" wv.err &&
+		test_grep "segment: output: .*not in shared memory: off (MELPIPE_SHM=$v)$" sv.err ||
+		return 1
+	done &&
+	for v in on ON Yes true 1; do
+		(
+			MELPIPE_SHM=$v && export MELPIPE_SHM &&
+			$W 2>wv.err | $S 2>sv.err | recdump -q
+		) &&
+		test_grep "wavcat: output: [1-9][0-9]* $BYREF" wv.err &&
+		test_grep "segment: input: [1-9][0-9]* $READ" sv.err ||
+		return 1
+	done
+'
+
+test_expect_success 'another MELPIPE_SHM is a usage error that says what to give' '
+	wavcat --rate 4096 DATA/ >env.rec 2>/dev/null &&
+	for v in x 3 maybe on2; do
+		for p in "wavcat DATA/" "recdump env.rec" "h5pack -o x.h5 env.rec"; do
+			MELPIPE_SHM=$v test_expect_code 2 $p >/dev/null 2>err &&
+			test_grep "^${p%% *}: MELPIPE_SHM=$v: not a value it takes: give on (or 1, yes, true; the default), off (or 0, no, false), or 2 " err ||
+			return 1
+		done
+	done &&
+	test ! -e x.h5
+'
+
+test_expect_success 'MELPIPE_ZERO_COPY takes the same words; another value is a usage error' '
+	MELPIPE_ZERO_COPY=Off $W 2>wz.err | $S >/dev/null 2>/dev/null &&
+	test_grep "wavcat: output: copied (write), not vmsplice: MELPIPE_ZERO_COPY=Off$" wz.err &&
+	MELPIPE_ZERO_COPY=yes $W 2>wz.err | $S >/dev/null 2>/dev/null &&
+	test_grep "wavcat: output: [0-9.]* of [0-9.]* MB handed to the pipe without a copy" wz.err &&
+	MELPIPE_ZERO_COPY=2 test_expect_code 2 wavcat DATA/ >/dev/null 2>err &&
+	test_grep "^wavcat: MELPIPE_ZERO_COPY=2: not a value it takes: give on (or 1, yes, true; the default) or off (or 0, no, false)$" err
+'
+
+test_expect_success 'every program'"'"'s --help says the environment, once' '
+	for p in wavcat segment gpumel h5pack recdump recmerge; do
+		$p --help >help &&
+		test $(grep -c "^Environment:$" help) = 1 &&
+		test_grep "^  MELPIPE_SHM  " help &&
+		test_grep "carries references to them: on (the default; or 1,$" help &&
+		test_grep "or 2: the ring offered to any one$" help &&
+		test_grep "^  MELPIPE_SHM_RING_MB .*" help &&
+		test_grep "1 to 65536 (default 64)$" help &&
+		test_grep "^  MELPIPE_ZERO_COPY   on (the default" help ||
+		return 1
 	done
 '
 
@@ -97,6 +160,32 @@ test_expect_success 'recdump reads references and checks their CRCs' '
 	$W 2>/dev/null | recdump >ref.txt &&
 	recdump clips.rec >file.txt &&
 	test_cmp file.txt ref.txt
+'
+
+# -v counts what the records carry: a payload by reference counts its
+# bytes, not the reference's 16, so the counts are the stream's size in a
+# file, by reference or not.
+test_expect_success '-v counts the payloads'"'"' bytes, by reference or not; recdump -v says what came by reference' '
+	size=$(wc -c <clips.rec) &&
+	$S <clips.rec >segs-v.rec 2>/dev/null &&
+	ssize=$(wc -c <segs-v.rec) &&
+	test_grep "^wavcat: [0-9]* records, $size bytes in" f.err &&
+	$W 2>wb.err | $S 2>sb.err | recdump -q -v 2>rb.err &&
+	test_grep "^wavcat: [0-9]* records, $size bytes in" wb.err &&
+	test_grep "^segment: input: [1-9][0-9]* $READ" sb.err &&
+	test_grep "^recdump: [0-9]* records, $ssize bytes in" rb.err &&
+	test_grep "^recdump: input: [1-9][0-9]* $READ" rb.err &&
+	(
+		MELPIPE_SHM=0 && export MELPIPE_SHM &&
+		$W 2>w0b.err | $S 2>s0b.err | recdump -q -v 2>r0b.err
+	) &&
+	test_grep "^wavcat: [0-9]* records, $size bytes in" w0b.err &&
+	test_grep "^recdump: [0-9]* records, $ssize bytes in" r0b.err &&
+	! grep "shared memory" r0b.err &&
+	sed -n "s/; waiting for input.*//p" sb.err >counts.shm &&
+	sed -n "s/; waiting for input.*//p" s0b.err >counts.off &&
+	test_grep "^segment: read [0-9]* records (.*), wrote" counts.shm &&
+	test_cmp counts.off counts.shm
 '
 
 # segment does not hash a payload it passes on whole by reference (it
@@ -161,6 +250,38 @@ test_expect_success VALGRIND 'the pipeline by reference is clean under valgrind'
 	test_grep "gpumel: input: [1-9][0-9]* $READ" vg.err
 '
 
+# late_reader PIDFILE CMD...: once the process whose pid PIDFILE holds
+# has ended (gone, or a zombie not yet reaped), runs CMD in its place: a
+# reader that reads its stream only after its writer exited.
+late_reader() {
+	until [ -s "$1" ]; do sleep 0.01; done
+	pid=$(cat "$1") && shift
+	while [ -d /proc/$pid ] &&
+	      ! grep -q "^State:[[:space:]]*[ZX]" /proc/$pid/status 2>/dev/null
+	do
+		sleep 0.01
+	done
+	exec "$@"
+}
+
+# A writer offers its ring as soon as it sees its reader, and sends
+# references only once the reader attached; a reader that comes to the
+# offer after its writer exited (a small stream fits in the pipe) cannot
+# open the ring, and nothing went by reference: -v says so in words, not
+# as an errno.
+test_expect_success 'an offer read after its writer ended: said plainly' '
+	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" FEW --labels 2 \
+		--per-label 2 --seconds 1 &&
+	(
+		MELPIPE_SHM=2 && export MELPIPE_SHM &&
+		sh -c "echo \$\$ >w.pid; exec wavcat -q --rate 4096 FEW/" |
+		late_reader w.pid segment -v --len 4096 >late.rec 2>late.err
+	) &&
+	test_grep "^segment: input: no payload in shared memory: the stage that offered its ring (pid $(cat w.pid)) had finished before this one read the offer, so its payloads came in the stream$" late.err &&
+	! grep "No such file" late.err &&
+	recdump -q late.rec
+'
+
 test_expect_success 'a reader that stops early ends the stages, no hang' '
 	timeout 300 sh -c "$W 2>/dev/null | $S 2>/dev/null | recdump -n 1 >first.txt" ;
 	test $? != 124 &&
@@ -206,24 +327,42 @@ test_expect_success 'set up 120 clips of 60 s to kill stages in' '
 
 KW="wavcat -v --rate 4096 KILL/"
 
-test_expect_success 'a stage killed anywhere: the others stop, saying why' '
-	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
-	# (a stage killed before its header leaves the next one an empty
-	# input: said so as clearly)
-	ended="stdin: .*\(input ended\|empty input\)" &&
-	for t in 0 0.05 0.15; do
+# ended_by STAGE: what a reader says when STAGE, the one before it,
+# stopped: its stream stopped short, naming STAGE from the stream's
+# header; or, killed before it wrote its header, that it wrote nothing.
+ended_by() {
+	echo "stdin: record [0-9]* at byte [0-9]*: \(input ended [^:]*: the stream stopped short, most likely because the stage before, $1, stopped (killed, or failed with its own message)\|empty input (no header record): the stage before wrote nothing\)"
+}
+
+# kill_all TIMES: every stage killed after each of TIMES; each neighbour
+# stops, the stage after naming it, the stage before saying its reader
+# stopped.
+kill_all() {
+	for t in "$@"; do
 		kill_run w $t &&
-		test_grep "segment: $ended" k.s.err &&
+		test_grep "segment: $(ended_by wavcat)" k.s.err &&
+		test_grep "gpumel: $(ended_by segment)" k.g.err &&
 		kill_run s $t &&
-		test_grep "wavcat: unable to write" k.w.err &&
-		test_grep "gpumel: $ended" k.g.err &&
+		test_grep "wavcat: unable to write to standard output: Broken pipe (the next stage stopped reading)" k.w.err &&
+		test_grep "gpumel: $(ended_by segment)" k.g.err &&
+		test_grep "h5pack: $(ended_by gpumel)" k.h.err &&
 		kill_run g $t &&
-		test_grep "segment: unable to write" k.s.err &&
-		test_grep "h5pack: $ended" k.h.err &&
+		test_grep "segment: unable to write to standard output: Broken pipe (the next stage stopped reading)" k.s.err &&
+		test_grep "h5pack: $(ended_by gpumel)" k.h.err &&
 		kill_run h $t &&
-		test_grep "gpumel: unable to write" k.g.err ||
+		test_grep "gpumel: unable to write to standard output: Broken pipe (the next stage stopped reading)" k.g.err ||
 		return 1
 	done
+}
+
+test_expect_success 'a stage killed anywhere: the others stop, the next naming it' '
+	MELPIPE_SHM_RING_MB=1 && export MELPIPE_SHM_RING_MB &&
+	kill_all 0 0.05 0.15
+'
+
+test_expect_success 'the same with the shared-memory path off' '
+	MELPIPE_SHM=0 && export MELPIPE_SHM &&
+	kill_all 0.05 0.15
 '
 
 test_done

@@ -228,8 +228,10 @@ def compare_one(a, ja, jb):
         if x.cut is not None:
             # WHOLE holds the samples kept in one record
             expect(a.cut, "item %d: cut short" % (i - 1))
-            kept = re.search(rb"\((\d+) samples kept\)", x.cut.data)
-            expect(kept, "item %d: reason %r" % (i - 1, x.cut.data))
+            kept = re.search(rb"\((\d+) (samples?) kept\)", x.cut.data)
+            expect(kept and (kept.group(2) == b"sample") ==
+                   (kept.group(1) == b"1"),
+                   "item %d: reason %r" % (i - 1, x.cut.data))
             kept = x.first.offset + int(kept.group(1))
             expect(x.cut.offset == kept and x.cut.clip_samples == kept and
                    x.parts[-1].flags & rs.F_MORE,

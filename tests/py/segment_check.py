@@ -80,8 +80,8 @@ def cut(items, length, hop, last, describe=False):
             continue  # a window of padding alone gives nothing
         starts = window_starts(n, length, hop, last)
         if not starts:
-            reason = "shorter than one window (%d samples < %d)" % (
-                n, length)
+            reason = "shorter than one window (%d %s < %d)" % (
+                n, "sample" if n == 1 else "samples", length)
             out.append(dict(it, type=mk.T_SKIPPED, segment=seg, dtype=0,
                             dim0=0, dim1=0, data=reason.encode()))
             seg += 1

@@ -124,7 +124,8 @@ def ordered_entries(clip, stages):
                 continue  # its skipped record stands for it alone
             if not starts:
                 out.append(("skip", p, "shorter than one window "
-                            "(%d samples < %d)" % (r, length),
+                            "(%d %s < %d)" % (r, "sample" if r == 1
+                                               else "samples", length),
                             int(made_here)))
             elif made_here:
                 out.append(("parent", p, r, starts))

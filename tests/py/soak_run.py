@@ -248,8 +248,8 @@ def prepare(base, n, bad, jobs, seed):
 # With --shm: the -v line of each stage that must have sent its samples
 # by reference, the payloads by reference in group 1
 SHM_LINES = {
-    "wavcat": r"^wavcat: output: (\d+) payloads \(.*\) in shared memory",
-    "segment": r"^segment: output: (\d+) payloads \(.*\) in shared "
+    "wavcat": r"^wavcat: output: (\d+) payloads? \(.*\) in shared memory",
+    "segment": r"^segment: output: (\d+) payloads? \(.*\) in shared "
                r"memory, (\d+) of them passed on",
 }
 

@@ -190,8 +190,8 @@ def cmd_cut(a):
         sys.exit("%s: skipped record at %d, clip_samples %d, kept %d"
                  % (a.key, skip.offset, skip.clip_samples, kept))
     reason = skip.data.decode()
-    head = "decoding failed after %.1f s (%d samples kept): " % (
-        kept / rate, kept)
+    head = "decoding failed after %.1f s (%d %s kept): " % (
+        kept / rate, kept, "sample" if kept == 1 else "samples")
     if not reason.startswith(head):
         sys.exit("%s: reason %r, not starting %r" % (a.key, reason, head))
     if a.prefix_of:

@@ -304,7 +304,8 @@ void prog_human_bytes(char *buf, size_t n, uint64_t b)
 	else if (b >= 10ull << 20)
 		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
 	else
-		snprintf(buf, n, "%" PRIu64 " bytes", b);
+		snprintf(buf, n, "%" PRIu64 " %s", b,
+			 prog_plural(b, "byte", "bytes"));
 }
 
 double prog_now(void)
@@ -479,11 +480,9 @@ void prog_abort_output(int fd)
 		close(fd);
 }
 
-int prog_zero_copy(void)
+int prog_output_is_pipe(void)
 {
-	const char *e = getenv("MELPIPE_ZERO_COPY");
-
-	return !(e && strcmp(e, "0") == 0);
+	return out_name[0] != '\0' && out_kind == NULL;
 }
 
 void prog_report_spliced(const rec_writer *w)
@@ -501,9 +500,11 @@ void prog_report_spliced(const rec_writer *w)
 	else if (out_kind)
 		prog_info("output: copied (write), not vmsplice: %s is %s, "
 			  "not a pipe", out_name, out_kind);
-	else if (why[0] || !prog_zero_copy())
-		prog_info("output: copied (write), not vmsplice: %s",
-			  why[0] ? why : "MELPIPE_ZERO_COPY=0");
+	else if (why[0])
+		prog_info("output: copied (write), not vmsplice: %s", why);
+	else if (!prog_zero_copy())
+		prog_info("output: copied (write), not vmsplice: "
+			  "MELPIPE_ZERO_COPY=%s", getenv("MELPIPE_ZERO_COPY"));
 	else
 		prog_info("output: copied (write); vmsplice only into a pipe "
 			  "read by melpipe programs of this build");

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdnoreturn.h>
 
 #define MELPIPE_VERSION "0.1.0"
@@ -119,8 +120,8 @@ int prog_exe_dir(char *buf, size_t len);
  * NULL; a static buffer. */
 const char *prog_doc_where(void);
 
-/* b as "N bytes", "N.N MB" (from 10 MB) or "N.N GB" (from 10 GB), for
- * -v reports, in buf of n bytes. */
+/* b as "N bytes" ("1 byte"), "N.N MB" (from 10 MB) or "N.N GB" (from
+ * 10 GB), for -v reports, in buf of n bytes. */
 void prog_human_bytes(char *buf, size_t n, uint64_t b);
 
 /* Seconds on a monotonic clock, for -v timing reports. */
@@ -131,10 +132,35 @@ double prog_now(void);
  * be read. What -j defaults to. */
 size_t prog_cpus(void);
 
-/* The rec_writer_opts.zero_copy a stage asks for: 1 (vmsplice into a pipe
- * read by this suite's programs), or 0 when the environment variable
- * MELPIPE_ZERO_COPY is 0 (to compare, or to rule it out). */
+/* The environment every stage reads (env.c). Each value is taken as a
+ * person writes it: on, yes, true or 1; off, no, false or 0 (any case);
+ * unset or empty is the default. Another value is a usage error naming
+ * the variable, the value and what to give (exit(EXIT_USAGE)). */
+
+/* The rec_writer_opts.zero_copy a stage asks for, from
+ * MELPIPE_ZERO_COPY: 1 (the default: vmsplice into a pipe read by this
+ * suite's programs) or 0 (off: to compare, or to rule it out). */
 int prog_zero_copy(void);
+
+/* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for, from
+ * MELPIPE_SHM: 1 (the default: payloads by reference in shared memory
+ * between stages of this build, formats/record.md version 5), 0 (off:
+ * payloads in the pipes), 2 (offered to any one process reading, for
+ * stages run under valgrind). */
+int prog_shm(void);
+
+/* The rec_writer_opts.shm_bytes a stage asks for: 0 (the default ring)
+ * or MELPIPE_SHM_RING_MB MiB (1 to 65536). */
+uint64_t prog_shm_bytes(void);
+
+/* The "Environment:" section of every stage's --help, the three
+ * variables above, their values and defaults, to f; a usage() calls it
+ * before its "Exit status". */
+void prog_usage_env(FILE *f);
+
+/* Whether the output prog_open_output() opened is a pipe or a fifo (0
+ * before it is opened): where vmsplice and shared memory may apply. */
+int prog_output_is_pipe(void);
 
 /* With -v: one line saying how much of w's output went to the pipe
  * without a copy (vmsplice), or that it was copied and why: the output
@@ -142,18 +168,6 @@ int prog_zero_copy(void);
  * ("output: copied (write), not vmsplice: 'out.rec' is a file, not a
  * pipe"), the pipe's reader, the system or MELPIPE_ZERO_COPY refused. */
 void prog_report_spliced(const struct rec_writer *w);
-
-/* The rec_writer_opts.shm and rec_reader_opts.shm a stage asks for, from
- * the environment variable MELPIPE_SHM: 1 (unset, empty or 1: payloads
- * by reference in shared memory between stages of this build,
- * formats/record.md version 5), 0 (payloads in the pipes), 2 (offered to
- * any one process reading, for stages run under valgrind); exits with a
- * usage error for another value. */
-int prog_shm(void);
-
-/* The rec_writer_opts.shm_bytes a stage asks for: 0 (the default ring)
- * or MELPIPE_SHM_RING_MB MiB; exits with a usage error for a bad value. */
-uint64_t prog_shm_bytes(void);
 
 /* With -v: what went (prog_report_shm_out) or came (_in) in shared
  * memory, or why nothing did. */

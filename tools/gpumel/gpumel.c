@@ -107,20 +107,28 @@ static void report_dma(const struct loop *lp)
 	if (!lp->dma || !st->dma)
 		return;
 	if (st->dma_early)
-		prog_info("shared memory: %" PRIu64 " batches passed on before "
-			  "they were full, holding a quarter of a ring",
-			  st->dma_early);
+		prog_info("shared memory: %" PRIu64 " %s passed on before "
+			  "%s full, holding a quarter of a ring",
+			  st->dma_early, prog_plural(st->dma_early, "batch",
+						     "batches"),
+			  prog_plural(st->dma_early, "it was", "they were"));
 	prog_human_bytes(b, sizeof(b), st->dma_bytes);
 	prog_human_bytes(h, sizeof(h), st->dma_host);
 	if (!st->dma_host)
-		prog_info("shared memory to the GPU: %" PRIu64 " payloads (%s) "
-			  "copied from the rings by DMA in %" PRIu64 " copies, "
-			  "their CRCs checked on the GPU", st->dma, b,
-			  st->dma_copies);
+		prog_info("shared memory to the GPU: %" PRIu64 " %s (%s) "
+			  "copied from the rings by DMA in %" PRIu64 " %s, "
+			  "%s checked on the GPU", st->dma,
+			  prog_plural(st->dma, "payload", "payloads"), b,
+			  st->dma_copies,
+			  prog_plural(st->dma_copies, "copy", "copies"),
+			  prog_plural(st->dma, "its CRC", "their CRCs"));
 	else
-		prog_info("shared memory to the GPU: %" PRIu64 " payloads (%s),"
-			  " %s of them copied by the CPU (%s), their CRCs "
-			  "checked on the GPU", st->dma, b, h, lp->reg_why);
+		prog_info("shared memory to the GPU: %" PRIu64 " %s (%s),"
+			  " %s of them copied by the CPU (%s), %s checked on "
+			  "the GPU", st->dma,
+			  prog_plural(st->dma, "payload", "payloads"), b, h,
+			  lp->reg_why,
+			  prog_plural(st->dma, "its CRC", "their CRCs"));
 }
 
 static void report(const struct loop *lp, double t_total)
@@ -129,12 +137,18 @@ static void report(const struct loop *lp, double t_total)
 	char in_b[32], out_b[32];
 
 	if (prog_verbosity > 0) {
-		prog_human_bytes(in_b, sizeof(in_b), rec_reader_offset(lp->rd));
-		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(lp->wr));
-		prog_info("%s: read %" PRIu64 " records (%s), wrote %" PRIu64
-			  " records (%s) in %.2f s", lp->be->name,
-			  rec_reader_count(lp->rd), in_b,
-			  rec_writer_count(lp->wr), out_b, t_total);
+		prog_human_bytes(in_b, sizeof(in_b),
+				 rec_reader_inline_bytes(lp->rd));
+		prog_human_bytes(out_b, sizeof(out_b),
+				 rec_writer_inline_bytes(lp->wr));
+		prog_info("%s: read %" PRIu64 " %s (%s), wrote %" PRIu64
+			  " %s (%s) in %.2f s", lp->be->name,
+			  rec_reader_count(lp->rd),
+			  prog_plural(rec_reader_count(lp->rd), "record",
+				      "records"), in_b,
+			  rec_writer_count(lp->wr),
+			  prog_plural(rec_writer_count(lp->wr), "record",
+				      "records"), out_b, t_total);
 		if (st->fwindows)
 			prog_info("output: the features of %" PRIu64 " windows "
 				  "in %" PRIu64 " features-windows records (a "
@@ -154,9 +168,11 @@ static void report(const struct loop *lp, double t_total)
 		prog_report_spliced(lp->wr);
 		prog_report_shm_in(lp->rd);
 		report_dma(lp);
-		if (prog_shm())
+		/* said where the path could apply: a pipe, the path on */
+		if (prog_output_is_pipe() && prog_shm())
 			prog_info("output: features in the stream, not in "
-				  "shared memory (it carries samples)");
+				  "shared memory: shared memory carries "
+				  "samples only (audio and windows records)");
 	}
 	prog_warn("done %" PRIu64 " %s, skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,

@@ -166,7 +166,9 @@ static void usage(FILE *f)
 "  -v, --verbose          report records, bytes and time spent at the end\n"
 "  -h, --help             show this help and exit\n"
 "  -V, --version          show the version and exit\n"
-"\n"
+"\n", f);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"
 "usable GPU with --device cuda), 2 usage error.\n", f);
@@ -671,9 +673,10 @@ static int kaldi_samples(double sr, const char *ms_opt, double ms,
 	}
 	if (!ms || ms_samples(sr, ms) == *n)
 		return 0;
-	prog_err("%s %g is %" PRIu32 " samples at the stream's sample_rate "
-		 "%g, not the %" PRIu32 " of %s: give one of them", ms_opt,
-		 ms, ms_samples(sr, ms), sr, *n, opt);
+	prog_err("%s %g is %" PRIu32 " %s at the stream's sample_rate %g, "
+		 "not the %" PRIu32 " of %s: give one of them", ms_opt, ms,
+		 ms_samples(sr, ms), prog_plural(ms_samples(sr, ms), "sample",
+						 "samples"), sr, *n, opt);
 	return -1;
 }
 
@@ -706,9 +709,10 @@ static int resolve_kaldi(const struct options *o, mel_params *p, double sr)
 		return -1;
 	if (p->win_length < 2 || p->hop_length < 1 ||
 	    p->win_length > MAX_FFT || p->hop_length > INT32_MAX) {
-		prog_err("a frame of %" PRIu32 " samples every %" PRIu32 " "
+		prog_err("a frame of %" PRIu32 " %s every %" PRIu32 " "
 			 "(sample_rate %g): the frame must hold 2 to %u "
 			 "samples, the shift at least 1", p->win_length,
+			 prog_plural(p->win_length, "sample", "samples"),
 			 p->hop_length, sr, MAX_FFT);
 		return -1;
 	}

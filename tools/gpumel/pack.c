@@ -416,14 +416,16 @@ const char *unusable(const struct loop *lp, const rec_item *it, uint64_t nf,
 	else if (nf == 0 && it->dim0 == 0)
 		snprintf(buf, len, "no samples");
 	else if (nf == 0 && lp->p.feature == MEL_FEAT_FBANK)
-		snprintf(buf, len, "too short: %" PRIu32 " samples give no "
-			 "frame of %" PRIu32 " samples %s", it->dim0,
+		snprintf(buf, len, "too short: %" PRIu32 " %s no frame of %"
+			 PRIu32 " samples %s", it->dim0,
+			 prog_plural(it->dim0, "sample gives", "samples give"),
 			 lp->p.win_length, lp->p.center ?
 			 "(half a frame shift at least)" : "with snip_edges");
 	else if (nf == 0)
-		snprintf(buf, len, "too short: %" PRIu32 " samples give no "
-			 "frame of n_fft %" PRIu32 " without --center",
-			 it->dim0, lp->p.n_fft);
+		snprintf(buf, len, "too short: %" PRIu32 " %s no frame of "
+			 "n_fft %" PRIu32 " without --center", it->dim0,
+			 prog_plural(it->dim0, "sample gives", "samples give"),
+			 lp->p.n_fft);
 	else
 		return NULL;
 	return buf;

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "../../lib/rec.h"
+#include "../common/prog.h"
 #include "loop.h"
 
 enum { PC_FRAME, PC_REFUSED, PC_DROP };
@@ -436,7 +437,8 @@ static int cut_here(struct loop *lp, struct hbatch **cur)
 		return 0;
 	}
 	snprintf(why, sizeof(why), "sample %" PRIu64 " is not a finite "
-		 "number (%" PRIu64 " samples kept)", kept, kept);
+		 "number (%" PRIu64 " %s kept)", kept, kept,
+		 prog_plural(kept, "sample", "samples"));
 	m = item_fields(pc, pc->first.offset + kept, pc->first.offset + kept);
 	warn_skip(&m, why);
 	lp->st.skipped_here++;

@@ -149,18 +149,24 @@ static void usage(FILE *f)
 "With a terminal on standard error a progress line shows clips done of\n"
 "those announced, the rate and the time left; a clip being read counts\n"
 "by its samples, so one long clip shows how far it has come.\n"
-"\n"
+"\n", MAX_DEFAULT_JOBS);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 written, 1 failure (bad or truncated stream, write error,\n"
 "a stream without a usable clip; no OUT.h5 written), 2 usage error.\n"
 "Killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT it removes its temporary\n"
-"file and dies of the signal.\n"
+"file and dies of the signal. Killed by SIGKILL (kill -9), or by a\n"
+"crash, it cannot: the temporary file stays in OUT.h5's folder, hidden,\n"
+"as .OUT.h5.h5pack-PID-HOST.XXXXXX (PID its process id, HOST a hash of\n"
+"the machine's name). OUT.h5 itself is never partial: it is the previous\n"
+"one, or none. The temporary file is safe to delete once that process is\n"
+"gone, and the next h5pack writing OUT.h5 on this machine deletes it.\n"
 "\n"
 "Examples:\n"
 "  wavcat --rate 16000 DATA/ | segment --len 16000 | gpumel --n-mels 40 |\n"
 "  h5pack -o speech.h5\n"
 "  wavcat --shard 1/4 DATA/ | gpumel | h5pack -o part1.h5   (on each host)\n"
-"  h5pack --merge -o speech.h5 part0.h5 part1.h5 part2.h5 part3.h5\n",
-		MAX_DEFAULT_JOBS);
+"  h5pack --merge -o speech.h5 part0.h5 part1.h5 part2.h5 part3.h5\n", f);
 }
 
 static void parse_compress(const char *spec, struct options *o)

@@ -105,7 +105,10 @@ static void usage(FILE *f)
 "A stream whose header announces a number of clips should have records\n"
 "(skipped ones included) for clips 0 to that number - 1; a warning says\n"
 "when it does not. -q silences it.\n"
-"\n"
+"\n",
+		prog_name);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 for a valid stream, 1 for an invalid one or a read error,\n"
 "2 for a bad command line.\n"
 "\n"
@@ -114,8 +117,7 @@ static void usage(FILE *f)
 "\n"
 "  recdump -q clips.rec && echo valid\n"
 "\n"
-"  gpumel < clips.rec | recdump --stats -n 10\n",
-		prog_name);
+"  gpumel < clips.rec | recdump --stats -n 10\n", f);
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)
@@ -516,15 +518,16 @@ static void check_clips(const struct totals *t, const rec_header *h,
 	if (t->clips == want && (want == 0 || t->last_clip == last))
 		return;
 	if (sh != NULL)
-		prog_warn("%s: shard %s of %" PRIu64 " clips should hold %"
+		prog_warn("%s: shard %s of %" PRIu64 " %s should hold %"
 			  PRIu64 ", the records cover %" PRIu64 " (highest "
-			  "index %" PRIu64 ")", name, sh, total, want,
+			  "index %" PRIu64 ")", name, sh, total,
+			  prog_plural(total, "clip", "clips"), want,
 			  t->clips, t->clips ? t->last_clip : 0);
 	else
-		prog_warn("%s: the header announces %" PRIu64 " clips, the "
+		prog_warn("%s: the header announces %" PRIu64 " %s, the "
 			  "records cover %" PRIu64 " (highest index %" PRIu64
-			  ")", name, total, t->clips,
-			  t->clips ? t->last_clip : 0);
+			  ")", name, total, prog_plural(total, "clip", "clips"),
+			  t->clips, t->clips ? t->last_clip : 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -587,8 +590,13 @@ static int dump(int fd, const char *name, const struct opts *o)
 	} else {
 		prog_err("%s", rec_reader_detail(r));
 	}
-	prog_info("%" PRIu64 " records, %" PRIu64 " bytes in %.3f s",
-		  rec_reader_count(r), rec_reader_offset(r), prog_now() - t0);
+	prog_info("%" PRIu64 " %s, %" PRIu64 " %s in %.3f s",
+		  rec_reader_count(r),
+		  prog_plural(rec_reader_count(r), "record", "records"),
+		  rec_reader_inline_bytes(r),
+		  prog_plural(rec_reader_inline_bytes(r), "byte", "bytes"),
+		  prog_now() - t0);
+	prog_report_shm_in(r);
 out:
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		prog_write_error(NULL, errno);

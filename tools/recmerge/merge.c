@@ -51,11 +51,13 @@ static void refuse_clip(const struct shard *s, const struct job *job,
 	if (s->state == SHARD_END)
 		prog_err("'%s': shard %" PRIu32 "/%" PRIu32 " ends before "
 			 "its clip %" PRIu64 " (the job has %" PRIu64
-			 " clips)", s->name, s->k, job->n, i, job->clips);
+			 " %s)", s->name, s->k, job->n, i, job->clips,
+			 prog_plural(job->clips, "clip", "clips"));
 	else if (c >= job->clips)
 		prog_err("'%s': record %" PRIu64 " holds clip %" PRIu64
-			 ", at or above the job's %" PRIu64 " clips",
-			 s->name, recno, c, job->clips);
+			 ", at or above the job's %" PRIu64 " %s",
+			 s->name, recno, c, job->clips,
+			 prog_plural(job->clips, "clip", "clips"));
 	else if (c % job->n != s->k)
 		prog_err("'%s': record %" PRIu64 " holds clip %" PRIu64
 			 ", a clip of shard %" PRIu64 "/%" PRIu32 ", not of "

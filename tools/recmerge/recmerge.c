@@ -70,7 +70,10 @@ static void usage(FILE *f)
 "                     waiting for it, and the shard waited for most\n"
 "  -h, --help         show this help and exit\n"
 "  -V, --version      show the version and exit\n"
-"\n"
+"\n",
+		prog_name);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 merged, 1 failure (shards that do not make up one job, a\n"
 "bad or cut input stream, a write error), 2 usage error.\n"
 "\n"
@@ -79,8 +82,7 @@ static void usage(FILE *f)
 "           <(ssh b 'wavcat --shard 1/2 DATA/ | segment --len 16000') |\n"
 "  gpumel --n-mels 40 | h5pack -o out.h5\n"
 "\n"
-"  recmerge -o clips.rec shard-*.rec\n",
-		prog_name);
+"  recmerge -o clips.rec shard-*.rec\n", f);
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
@@ -162,11 +164,14 @@ static void report_shards(const struct job *job)
 		const struct shard *s = job->by_k[k];
 		double t = rec_reader_wait(s->r);
 
-		prog_human_bytes(b, sizeof(b), rec_reader_offset(s->r));
+		prog_human_bytes(b, sizeof(b), rec_reader_inline_bytes(s->r));
 		prog_info("shard %" PRIu32 "/%" PRIu32 " '%s': %" PRIu64
-			  " clips, %" PRIu64 " records (%s); waited %.2f s "
-			  "for it", k, job->n, s->name, s->clips,
-			  rec_reader_count(s->r), b, t);
+			  " %s, %" PRIu64 " %s (%s); waited %.2f s for it", k,
+			  job->n, s->name, s->clips,
+			  prog_plural(s->clips, "clip", "clips"),
+			  rec_reader_count(s->r),
+			  prog_plural(rec_reader_count(s->r), "record",
+				      "records"), b, t);
 		if (!most || t > rec_reader_wait(most->r))
 			most = s;
 	}
@@ -182,10 +187,12 @@ static void report(const struct job *job, const rec_writer *w,
 
 	if (prog_verbosity > 0) {
 		report_shards(job);
-		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
-		prog_info("wrote %" PRIu64 " records (%s) in %.2f s; waiting "
-			  "on output %.2f s", rec_writer_count(w), out_b,
-			  t_total, rec_writer_wait(w));
+		prog_human_bytes(out_b, sizeof(out_b),
+				 rec_writer_inline_bytes(w));
+		prog_info("wrote %" PRIu64 " %s (%s) in %.2f s; waiting on "
+			  "output %.2f s", rec_writer_count(w),
+			  prog_plural(rec_writer_count(w), "record", "records"),
+			  out_b, t_total, rec_writer_wait(w));
 		prog_report_spliced(w);
 		prog_report_shm_out(w);
 	}

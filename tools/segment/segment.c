@@ -124,14 +124,16 @@ static void usage(FILE *f)
 "  -v, --verbose      report records, bytes and time spent at the end\n"
 "  -h, --help         show this help and exit\n"
 "  -V, --version      show the version and exit\n"
-"\n"
+"\n",
+		prog_name);
+	prog_usage_env(f);
+	fputs(
 "Exit status: 0 done (clips too short were reported), 1 failure (bad\n"
 "input stream, write error), 2 usage error.\n"
 "\n"
 "Examples:\n"
 "  wavcat --rate 16000 DATA/ | segment --len 16000 --hop 8000 |\n"
-"  gpumel --n-mels 40 | h5pack -o out.h5\n",
-		prog_name);
+"  gpumel --n-mels 40 | h5pack -o out.h5\n", f);
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
@@ -293,8 +295,8 @@ int write_too_short(struct cut_ctx *c, const rec_item *in, uint64_t n,
 	int err;
 
 	snprintf(reason, sizeof(reason),
-		 "shorter than one window (%" PRIu64 " samples < %" PRIu32 ")",
-		 n, c->o->len);
+		 "shorter than one window (%" PRIu64 " %s < %" PRIu32 ")",
+		 n, prog_plural(n, "sample", "samples"), c->o->len);
 	prog_warn("'%.*s': %s, skipped", (int)in->key_len, in->key, reason);
 	sk.type = REC_T_SKIPPED;
 	sk.flags = 0;
@@ -579,12 +581,17 @@ static void report(const rec_reader *r, const rec_writer *w,
 	double work = t_total - t_in - t_out;
 
 	if (prog_verbosity > 0) {
-		prog_human_bytes(in_b, sizeof(in_b), rec_reader_offset(r));
-		prog_human_bytes(out_b, sizeof(out_b), rec_writer_bytes(w));
-		prog_info("read %" PRIu64 " records (%s), wrote %" PRIu64
-			  " records (%s); waiting for input %.2f s, working "
+		prog_human_bytes(in_b, sizeof(in_b),
+				 rec_reader_inline_bytes(r));
+		prog_human_bytes(out_b, sizeof(out_b),
+				 rec_writer_inline_bytes(w));
+		prog_info("read %" PRIu64 " %s (%s), wrote %" PRIu64
+			  " %s (%s); waiting for input %.2f s, working "
 			  "%.2f s, waiting on output %.2f s",
-			  rec_reader_count(r), in_b, rec_writer_count(w),
+			  rec_reader_count(r),
+			  prog_plural(rec_reader_count(r), "record", "records"),
+			  in_b, rec_writer_count(w),
+			  prog_plural(rec_writer_count(w), "record", "records"),
 			  out_b, t_in, work > 0 ? work : 0, t_out);
 		prog_report_spliced(w);
 		prog_report_shm_in(r);

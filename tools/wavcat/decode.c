@@ -223,21 +223,26 @@ static int check_length(SNDFILE *sf, const SF_INFO *info, int64_t frames,
 	int exact = (info->format & SF_FORMAT_TYPEMASK) != SF_FORMAT_MPEG;
 
 	if (v->err) {
-		set_reason(out, "read error after %lld frames: %s",
-			   (long long)total, strerror(v->err));
+		set_reason(out, "read error after %lld %s: %s",
+			   (long long)total,
+			   prog_plural((uint64_t)total, "frame", "frames"),
+			   strerror(v->err));
 		return -1;
 	}
 	if (sf_error(sf) != SF_ERR_NO_ERROR) {
 		tidy_sf_error(msg, sizeof(msg), sf_strerror(sf));
-		set_reason(out, "decoding failed after %lld frames: %s",
-			   (long long)total, msg);
+		set_reason(out, "decoding failed after %lld %s: %s",
+			   (long long)total,
+			   prog_plural((uint64_t)total, "frame", "frames"),
+			   msg);
 		return -1;
 	}
 	if (ws->claimed && total < frames) {
-		set_reason(out, "decoded %lld of the %lld frames its header "
+		set_reason(out, "decoded %lld of the %lld %s its header "
 			   "gives (truncated: the data chunk claims %llu bytes, "
 			   "the file holds %llu)", (long long)total,
 			   (long long)frames,
+			   prog_plural((uint64_t)frames, "frame", "frames"),
 			   (unsigned long long)ws->claimed,
 			   (unsigned long long)ws->held);
 		return -1;
@@ -247,14 +252,17 @@ static int check_length(SNDFILE *sf, const SF_INFO *info, int64_t frames,
 		return -1;
 	}
 	if (exact && total < frames) {
-		set_reason(out, "decoded %lld of the %lld frames its header "
+		set_reason(out, "decoded %lld of the %lld %s its header "
 			   "gives (truncated or damaged)", (long long)total,
-			   (long long)frames);
+			   (long long)frames,
+			   prog_plural((uint64_t)frames, "frame", "frames"));
 		return -1;
 	}
 	if (exact && total > frames) {
-		set_reason(out, "decoded %lld frames, more than the %lld its "
-			   "header gives", (long long)total, (long long)frames);
+		set_reason(out, "decoded %lld %s, more than the %lld its "
+			   "header gives", (long long)total,
+			   prog_plural((uint64_t)total, "frame", "frames"),
+			   (long long)frames);
 		return -1;
 	}
 	return 0;
@@ -356,8 +364,9 @@ static void end_clip(const struct decoder *d, int ended,
 	}
 	memcpy(why, out->reason, sizeof(why));
 	snprintf(out->reason, sizeof(out->reason), "decoding failed after "
-		 "%.1f s (%llu samples kept): %.180s",
-		 (double)kept / d->cfg.rate, (unsigned long long)kept, why);
+		 "%.1f s (%llu %s kept): %.180s",
+		 (double)kept / d->cfg.rate, (unsigned long long)kept,
+		 prog_plural(kept, "sample", "samples"), why);
 }
 
 /* The samples of a clip decoded into the output's ring of shared memory,

@@ -509,8 +509,9 @@ static int check_entries(struct clip_list *cl, const char *file,
 			  "matched against keys: paths relative to the "
 			  "input folder)", file);
 	else if (matched < n)
-		prog_info("%zu of %zu entries of '%s' name no input",
-			  n - matched, n, file);
+		prog_info("%zu of %zu entries of '%s' %s no input",
+			  n - matched, n, file,
+			  prog_plural(n - matched, "names", "name"));
 	if (matched > 0 && warn_unused_labels(file, lt, hit))
 		goto nomem;
 	if (unlabelled > 0)

@@ -321,11 +321,12 @@ static int check_duplicates(struct clip_list *cl)
 	if (got < 0)
 		goto out;
 	if (clashes > 0) {
-		prog_err("%llu keys name two different files, which the "
+		prog_err("%llu %s two different files, which the "
 			 "stream could not tell apart: name the files in a "
 			 "list, keyed by their paths (find A B -name '*.wav' "
 			 "| wavcat -), or with --root a folder above them",
-			 (unsigned long long)clashes);
+			 (unsigned long long)clashes,
+			 prog_plural(clashes, "key names", "keys name"));
 		goto out;
 	}
 	err = 0;
@@ -341,12 +342,15 @@ int inputs_finish(struct clip_list *cl)
 		if (merge_some(cl, cl->run0, FAN_IN))
 			return -1;
 	if (cl->n_spilled > 0)
-		prog_info("spilled %llu inputs to a temporary file in '%s' "
-			  "(over --sort-buffer %zu bytes): %zu runs written, "
-			  "%zu merged into others, %llu bytes",
-			  (unsigned long long)cl->n_spilled, cl->tmp_dir,
-			  cl->sort_limit, cl->n_runs, cl->run0,
-			  (unsigned long long)cl->tmp_size);
+		prog_info("spilled %llu %s to a temporary file in '%s' "
+			  "(over --sort-buffer %zu bytes): %zu %s written, "
+			  "%zu merged into others, %llu %s",
+			  (unsigned long long)cl->n_spilled,
+			  prog_plural(cl->n_spilled, "input", "inputs"),
+			  cl->tmp_dir, cl->sort_limit, cl->n_runs,
+			  prog_plural(cl->n_runs, "run", "runs"), cl->run0,
+			  (unsigned long long)cl->tmp_size,
+			  prog_plural(cl->tmp_size, "byte", "bytes"));
 	inputs_report_excluded(cl);
 	return check_duplicates(cl);
 }

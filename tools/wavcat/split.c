@@ -229,13 +229,18 @@ static void list_report(const struct clip_list *cl,
 			  "matched against keys: paths relative to the "
 			  "input folder)", l->file);
 	else if (m < l->n && walked(cl, l))
-		prog_warn("%zu of %zu entries of '%s' name no input (the "
-			  "clips they meant, if any, are not in its split)",
-			  l->n - m, l->n, l->file);
+		prog_warn("%zu of %zu entries of '%s' %s no input (the "
+			  "%s, if any, %s not in its split)",
+			  l->n - m, l->n, l->file,
+			  prog_plural(l->n - m, "names", "name"),
+			  prog_plural(l->n - m, "clip it meant",
+				      "clips they meant"),
+			  prog_plural(l->n - m, "is", "are"));
 	else if (m < l->n)
-		prog_info("%zu of %zu entries of '%s' name no input (the "
+		prog_info("%zu of %zu entries of '%s' %s no input (the "
 			  "inputs, named one by one, are a subset)",
-			  l->n - m, l->n, l->file);
+			  l->n - m, l->n, l->file,
+			  prog_plural(l->n - m, "names", "name"));
 }
 
 /* Counts, in one pass over the clips, the entries of each list that name

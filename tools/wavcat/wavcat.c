@@ -529,9 +529,10 @@ static void fit_note(const struct run *r, char *buf, size_t n)
 {
 	if (r->o.samples)
 		snprintf(buf, n, " (%llu trimmed and %llu padded to %llu "
-			 "samples)", (unsigned long long)r->n_trimmed,
+			 "%s)", (unsigned long long)r->n_trimmed,
 			 (unsigned long long)r->n_padded,
-			 (unsigned long long)r->o.samples);
+			 (unsigned long long)r->o.samples,
+			 prog_plural(r->o.samples, "sample", "samples"));
 	else if (r->o.duration_s > 0)
 		snprintf(buf, n, " (%llu trimmed and %llu padded to %g s)",
 			 (unsigned long long)r->n_trimmed,
@@ -545,11 +546,12 @@ static void report(const struct run *r)
 	char fit[128];
 
 	if (r->o.shard_given)
-		prog_info("shard %lu/%lu: %llu of the job's %llu clips",
+		prog_info("shard %lu/%lu: %llu of the job's %llu %s",
 			  (unsigned long)r->o.shard.k,
 			  (unsigned long)r->o.shard.n,
 			  (unsigned long long)r->n_own,
-			  (unsigned long long)r->cl.n);
+			  (unsigned long long)r->cl.n,
+			  prog_plural(r->cl.n, "clip", "clips"));
 	fit_note(r, fit, sizeof(fit));
 	/* a clip cut short is in the stream (and in its skipped records):
 	 * counted apart from both */
@@ -565,16 +567,21 @@ static void report(const struct run *r)
 			  (unsigned long long)r->n_ok,
 			  prog_plural(r->n_ok, "clip", "clips"), fit,
 			  (unsigned long long)r->n_skipped);
-	prog_info("%llu records, %llu bytes in %.2f s",
+	prog_info("%llu %s, %llu %s in %.2f s",
 		  (unsigned long long)rec_writer_count(r->w),
-		  (unsigned long long)rec_writer_bytes(r->w),
+		  prog_plural(rec_writer_count(r->w), "record", "records"),
+		  (unsigned long long)rec_writer_inline_bytes(r->w),
+		  prog_plural(rec_writer_inline_bytes(r->w), "byte", "bytes"),
 		  prog_now() - r->t0);
-	prog_info("%llu samples; %llu %s longer than %llu samples in %llu "
-		  "pieces", (unsigned long long)r->n_samples,
+	prog_info("%llu %s; %llu %s longer than %llu %s in %llu %s",
+		  (unsigned long long)r->n_samples,
+		  prog_plural(r->n_samples, "sample", "samples"),
 		  (unsigned long long)r->n_pieced,
 		  prog_plural(r->n_pieced, "clip", "clips"),
 		  (unsigned long long)r->cfg.piece_samples,
-		  (unsigned long long)r->n_pieces);
+		  prog_plural(r->cfg.piece_samples, "sample", "samples"),
+		  (unsigned long long)r->n_pieces,
+		  prog_plural(r->n_pieces, "piece", "pieces"));
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
 		  "%.2f s, handing on pieces %.2f s; waiting for decoders "
 		  "%.2f s, writing output %.2f s (of which waiting on output "
@@ -585,8 +592,9 @@ static void report(const struct run *r)
 	prog_report_spliced(r->w);
 	prog_report_shm_out(r->w);
 	if (r->cfg.dtype == REC_S16)
-		prog_info("%llu samples clipped to 16 bits",
-			  (unsigned long long)r->clipped);
+		prog_info("%llu %s clipped to 16 bits",
+			  (unsigned long long)r->clipped,
+			  prog_plural(r->clipped, "sample", "samples"));
 }
 
 static void cleanup(struct run *r)
@@ -616,9 +624,10 @@ int main(int argc, char **argv)
 	inputs_init(&r.cl, r.o.sort_buffer, NULL);
 	if (gather(&r, argc, argv) || configure(&r) || open_output(&r))
 		goto out;
-	prog_info("%llu inputs, %zu labels, splits %s, %lu Hz, %s%s; "
-		  "listed in %.2f s", (unsigned long long)r.cl.n, r.lt.n,
-		  r.splits,
+	prog_info("%llu %s, %zu %s, splits %s, %lu Hz, %s%s; "
+		  "listed in %.2f s", (unsigned long long)r.cl.n,
+		  prog_plural(r.cl.n, "input", "inputs"), r.lt.n,
+		  prog_plural(r.lt.n, "label", "labels"), r.splits,
 		  (unsigned long)r.cfg.rate, rec_dtype_name(r.cfg.dtype),
 		  r.cfg.resample ? "" : " (not resampled)",
 		  prog_now() - r.t0);

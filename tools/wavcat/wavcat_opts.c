@@ -226,7 +226,9 @@ static void usage(FILE *f)
 "  --zstd=LEVEL        compress payloads with zstd, LEVEL 1..19\n"
 "  -h, --help          this help\n"
 "  -V, --version       the version\n"
-"\n"
+"\n");
+	prog_usage_env(f);
+	fprintf(f,
 "Exit status: 0 done (unusable inputs were reported and recorded), 1 a\n"
 "failure (output, --strict, a sample rate mismatch), 2 a usage error.\n"
 "\n"

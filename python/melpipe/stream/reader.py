@@ -92,8 +92,9 @@ class Reader:
         if not head and self.nrec == 0:
             self.fail("TRUNC", "empty input (no header record)")
         if not head:
+            n = self.state.counts[0]
             self.fail("TRUNC", "input ended before the trailer (after %d "
-                      "data records)" % self.state.counts[0])
+                      "data %s)" % (n, "record" if n == 1 else "records"))
         self.fail("TRUNC", "input ended inside a record header (%d of %d "
                   "bytes)" % (len(head), HDR_SIZE))
 
