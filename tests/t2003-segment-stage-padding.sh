@@ -61,7 +61,7 @@ test_expect_success 'second-stage windows longer than the first stage'\''s' '
 	# padded past its clip'\''s end at the length of its samples
 	two edge.rec 100,100,pad 256,256,pad copy copy &&
 	two edge.rec 100,100,pad 256,256,drop &&
-	test_grep "(1 samples < 256)" o.err &&
+	test_grep "(1 sample < 256)" o.err &&
 	test_grep "(57 samples < 256)" o.err
 '
 
