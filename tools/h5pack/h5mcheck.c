@@ -24,9 +24,11 @@ static int check_clip_rows(const struct shard_file *f, const struct merge *m)
 
 	if (f->c_path.dims[0] == want)
 		return 0;
-	prog_err("'%s': /clips has %" PRIu64 " rows, shard %" PRIu32 "/%"
-		 PRIu32 " of %" PRIu64 " clips holds %" PRIu64, f->name,
-		 (uint64_t)f->c_path.dims[0], f->k, m->n, m->clips, want);
+	prog_err("'%s': /clips has %" PRIu64 " %s, shard %" PRIu32 "/%"
+		 PRIu32 " of %" PRIu64 " %s holds %" PRIu64, f->name,
+		 (uint64_t)f->c_path.dims[0],
+		 prog_plural(f->c_path.dims[0], "row", "rows"), f->k, m->n,
+		 m->clips, prog_plural(m->clips, "clip", "clips"), want);
 	return -1;
 }
 

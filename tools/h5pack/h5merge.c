@@ -67,8 +67,9 @@ static void refuse_row(const struct merge *m, const struct shard_file *f,
 {
 	if (c < 0 || (uint64_t)c >= m->clips)
 		prog_err("'%s': row %" PRIu64 " of %s holds clip %" PRId64
-			 ", outside the job's %" PRIu64 " clips", f->name, r,
-			 what, c, m->clips);
+			 ", outside the job's %" PRIu64 " %s", f->name, r,
+			 what, c, m->clips,
+			 prog_plural(m->clips, "clip", "clips"));
 	else if ((uint64_t)c % m->n != f->k)
 		prog_err("'%s': row %" PRIu64 " of %s holds clip %" PRId64
 			 ", a clip of shard %" PRIu64 "/%" PRIu32 ", not of "

@@ -281,9 +281,10 @@ static void progress_draw(struct progress *p, const h5out *h, double now)
 		fprintf(stderr, "/%" PRIu64 " clips (%.0f%%)", p->expected,
 			100.0 * done / (double)p->expected);
 	else
-		fprintf(stderr, " clips");
-	fprintf(stderr, ", %" PRIu64 " rows, %.*f clips/s", rows,
-		rate < 10 ? 1 : 0, rate);
+		fprintf(stderr, " %s", prog_plural(c.clips_seen, "clip",
+						   "clips"));
+	fprintf(stderr, ", %" PRIu64 " %s, %.*f clips/s", rows,
+		prog_plural(rows, "row", "rows"), rate < 10 ? 1 : 0, rate);
 	if (p->expected && rate > 0 && done <= (double)p->expected) {
 		double left = ((double)p->expected - done) / rate;
 
@@ -586,11 +587,15 @@ static void report(const rec_reader *r, const h5out *h, double total,
 		return;
 	if (jobs)
 		snprintf(threads, sizeof(threads), " (compression threads "
-			 "(%zu): %.2f s, %" PRIu64 " chunks)", jobs, t_z,
-			 chunks);
-	prog_info("read %" PRIu64 " records (%" PRIu64 " bytes), wrote %lld "
+			 "(%zu): %.2f s, %" PRIu64 " %s)", jobs, t_z,
+			 chunks, prog_plural(chunks, "chunk", "chunks"));
+	/* the stream's bytes with each payload at its length, whether it
+	 * came in the pipe or by reference, as the other stages count */
+	prog_info("read %" PRIu64 " %s (%" PRIu64 " bytes), wrote %lld "
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
-		  "%.2f s%s", rec_reader_count(r), rec_reader_offset(r),
+		  "%.2f s%s", rec_reader_count(r),
+		  prog_plural(rec_reader_count(r), "record", "records"),
+		  rec_reader_inline_bytes(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
 		  t_in, work > 0 ? work : 0, t_h5, threads);
 	prog_report_shm_in(r);
@@ -696,8 +701,10 @@ static int run_merge(const struct options *o, int argc, char **argv)
 		goto out;
 	have_out = 0;
 	if (prog_verbosity >= 1)
-		prog_info("merged %" PRIu32 " shards of %" PRIu64 " clips in "
-			  "%.2f s", m.n, m.clips, prog_now() - t_start);
+		prog_info("merged %" PRIu32 " %s of %" PRIu64 " %s in %.2f s",
+			  m.n, prog_plural(m.n, "shard", "shards"), m.clips,
+			  prog_plural(m.clips, "clip", "clips"),
+			  prog_now() - t_start);
 	summary(o->co.output, h);
 	if (o->compress == H5OUT_ZSTD)
 		zstd_hint(o->co.output);

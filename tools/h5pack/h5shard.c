@@ -152,9 +152,10 @@ static int slab_read(const char *file, struct slab *s, uint64_t row)
 const void *slab_row(const char *file, struct slab *s, uint64_t row)
 {
 	if (row >= s->dims[0]) {
-		prog_err("'%s': %s has %" PRIu64 " rows, row %" PRIu64
+		prog_err("'%s': %s has %" PRIu64 " %s, row %" PRIu64
 			 " wanted: a damaged shard file", file, s->what,
-			 (uint64_t)s->dims[0], row);
+			 (uint64_t)s->dims[0],
+			 prog_plural(s->dims[0], "row", "rows"), row);
 		return NULL;
 	}
 	if ((row < s->lo || row >= s->lo + s->n) && slab_read(file, s, row))

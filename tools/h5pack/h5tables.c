@@ -384,9 +384,10 @@ int note_clip(h5out *h, const rec_item *it)
 	}
 	if (h->o.clips_expected && it->clip >= h->o.clips_expected) {
 		prog_err("'%.*s': clip index %" PRIu64 ", but the stream "
-			 "header says it holds %" PRIu64 " clips",
+			 "header says it holds %" PRIu64 " %s",
 			 (int)it->key_len, it->key, it->clip,
-			 h->o.clips_expected);
+			 h->o.clips_expected,
+			 prog_plural(h->o.clips_expected, "clip", "clips"));
 		return -1;
 	}
 	if (it->clip % shard_n(h) != h->o.shard_k) {
@@ -478,19 +479,20 @@ int check_clips(h5out *h)
 			first = own_from(h, h->n_clips);
 		missing += own_below(h, n) - own_below(h, h->n_clips);
 	}
+	uint64_t of = h->o.shard_n ? own_below(h, n) : n;
+	char more[64] = "", whose[64] = "in the stream";
+
 	if (!missing)
 		return 0;
+	if (missing > 1)
+		snprintf(more, sizeof(more), " (and %" PRIu64 " more)",
+			 missing - 1);
 	if (h->o.shard_n)
-		prog_err("clip %" PRIu64 " (and %" PRIu64 " more) of the %"
-			 PRIu64 " clips of shard %" PRIu32 "/%" PRIu32 " never "
-			 "appeared, neither as rows nor as a skipped input: "
-			 "not writing an incomplete '%s'", first, missing - 1,
-			 own_below(h, n), h->o.shard_k, h->o.shard_n,
-			 h->name);
-	else
-		prog_err("clip %" PRIu64 " (and %" PRIu64 " more) of the %"
-			 PRIu64 " clips in the stream never appeared, neither "
-			 "as rows nor as a skipped input: not writing an "
-			 "incomplete '%s'", first, missing - 1, n, h->name);
+		snprintf(whose, sizeof(whose), "of shard %" PRIu32 "/%" PRIu32,
+			 h->o.shard_k, h->o.shard_n);
+	prog_err("clip %" PRIu64 "%s of the %" PRIu64 " %s %s never "
+		 "appeared, neither as rows nor as a skipped input: not "
+		 "writing an incomplete '%s'", first, more, of,
+		 prog_plural(of, "clip", "clips"), whose, h->name);
 	return -1;
 }
