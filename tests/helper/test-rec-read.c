@@ -170,24 +170,18 @@ static void restamp(unsigned char *s, size_t len)
 	}
 }
 
-/* A stream: header, a windows record (clip 0, segments 0..2, 80 s16
- * frames, 40 every 20, key of 4 bytes), an audio record (clip 0,
- * segment 4, key of 10 bytes), trailer. */
-static unsigned char *windows_stream(size_t *len)
+/* The stream of the test header, t[0], t[1] and a trailer, in memory (*len
+ * bytes); frees the items. */
+static unsigned char *two_record_stream(struct titem t[2], size_t *len)
 {
-	struct titem t[2];
 	rec_header *h = test_header();
 	rec_writer *w = NULL;
 	int fd = temp_fd();
 	unsigned char *s;
 
-	titem_windows(&t[0], REC_S16, 0, 0, 80, 1, 40, 20, 3, 0, 4);
-	titem_make(&t[1], REC_T_AUDIO, REC_S16, 0, 0, 10, 1, 10);
-	t[1].it.segment = 4;
 	rec_writer_open(&w, fd, h, NULL);
-	rec_write(w, &t[0].it);
-	rec_write(w, &t[1].it);
-	if (rec_writer_finish(w) != REC_OK)
+	if (rec_write(w, &t[0].it) || rec_write(w, &t[1].it) ||
+	    rec_writer_finish(w) != REC_OK)
 		exit(99);
 	rec_writer_close(w);
 	rec_header_free(h);
@@ -195,6 +189,19 @@ static unsigned char *windows_stream(size_t *len)
 	s = fd_bytes(fd, len);
 	close(fd);
 	return s;
+}
+
+/* A stream: header, a windows record (clip 0, segments 0..2, 80 s16
+ * frames, 40 every 20, key of 4 bytes), an audio record (clip 0,
+ * segment 4, key of 10 bytes), trailer. */
+static unsigned char *windows_stream(size_t *len)
+{
+	struct titem t[2];
+
+	titem_windows(&t[0], REC_S16, 0, 0, 80, 1, 40, 20, 3, 0, 4);
+	titem_make(&t[1], REC_T_AUDIO, REC_S16, 0, 0, 10, 1, 10);
+	t[1].it.segment = 4;
+	return two_record_stream(t, len);
 }
 
 /* One change to a copy of s (then restamped: the CRCs are right), read
@@ -508,24 +515,11 @@ static void test_pieces_reader(void)
 static unsigned char *fwindows_stream(size_t *len)
 {
 	struct titem t[2];
-	rec_header *h = test_header();
-	rec_writer *w = NULL;
-	int fd = temp_fd();
-	unsigned char *s;
 
 	titem_fwindows(&t[0], REC_F32, 0, 0, 4, 2, 40, 20, 3, 0, 4);
 	titem_make(&t[1], REC_T_FEATURES, REC_F32, 0, 0, 4, 2, 10);
 	t[1].it.segment = 4;
-	rec_writer_open(&w, fd, h, NULL);
-	if (rec_write(w, &t[0].it) || rec_write(w, &t[1].it) ||
-	    rec_writer_finish(w) != REC_OK)
-		exit(99);
-	rec_writer_close(w);
-	rec_header_free(h);
-	free_items(t, 2);
-	s = fd_bytes(fd, len);
-	close(fd);
-	return s;
+	return two_record_stream(t, len);
 }
 
 /* The reader's side of features-windows records: what it hands out
