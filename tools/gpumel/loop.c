@@ -72,16 +72,23 @@ struct hbatch *q_pop(struct loop *lp, struct queue *q, int wait)
 /* ------------------------------------------------------------------ */
 /* Writer thread */
 
-static int write_entry(struct loop *lp, const struct hbatch *hb,
-		       const struct entry *e)
+/* The fields of the record entry e leaves as, but its type and
+ * payload. */
+static rec_item entry_item(const struct hbatch *hb, const struct entry *e)
 {
-	rec_item it = {
+	return (rec_item){
 		.clip = e->clip, .offset = e->offset,
 		.clip_samples = e->clip_samples, .segment = e->segment,
 		.label = e->label, .sample_rate = e->sample_rate,
 		.split = e->split, .key = hb->arena + e->key_off,
 		.key_len = e->key_len, .flags = e->flags,
 	};
+}
+
+static int write_entry(struct loop *lp, const struct hbatch *hb,
+		       const struct entry *e)
+{
+	rec_item it = entry_item(hb, e);
 
 	if (e->skipped == ENTRY_SOURCE) {
 		it.type = REC_T_SOURCE;
@@ -118,17 +125,7 @@ static int write_fwindows(struct loop *lp, const struct hbatch *hb,
 	const mel_rec *r = &hb->mb.rec[e->rec];
 	uint32_t rows = mel_n_rows(&lp->p);
 	uint64_t per = (uint64_t)rows * r->n_frames;
-	rec_item it = {
-		.type = REC_T_FWINDOWS,
-		.clip = e->clip, .offset = e->offset,
-		.clip_samples = e->clip_samples, .segment = e->segment,
-		.label = e->label, .sample_rate = e->sample_rate,
-		.split = e->split, .key = hb->arena + e->key_off,
-		.key_len = e->key_len, .dtype = lp->p.out_dtype,
-		.dim0 = rows, .dim1 = r->n_frames,
-		.win_len = e->win_len, .win_hop = e->win_hop,
-		.n_windows = e->n_win, .win_flags = e->win_flags,
-	};
+	rec_item it = entry_item(hb, e);
 
 	for (uint32_t j = 1; j < e->n_win; j++) {
 		const mel_rec *q = &hb->mb.rec[e[j].rec];
@@ -137,6 +134,14 @@ static int write_fwindows(struct loop *lp, const struct hbatch *hb,
 		    q->out_off != r->out_off + j * per)
 			return 1;
 	}
+	it.type = REC_T_FWINDOWS;
+	it.dtype = lp->p.out_dtype;
+	it.dim0 = rows;
+	it.dim1 = r->n_frames;
+	it.win_len = e->win_len;
+	it.win_hop = e->win_hop;
+	it.n_windows = e->n_win;
+	it.win_flags = e->win_flags;
 	it.data = (const char *)hb->mb.out + r->out_off * lp->out_size;
 	it.data_len = (size_t)(per * e->n_win) * lp->out_size;
 	lp->st.features += e->n_win;
