@@ -28,6 +28,15 @@
 #define WB_SLOTS 3      /* without zero copy */
 #define WB_SLOTS_ZC 6   /* with: two or three may sit in the pipe */
 #define ZC_CHECKS 12    /* reader checks: at buffers 0, 1, 2, 4, ... */
+/* A buffer filled to less than a quarter of its size is copied even
+ * where vmsplice is allowed: a spliced buffer stays out of use until the
+ * reader is past it, found by looking at the pipe now and then, while
+ * write(2) frees it at once for the cost of a copy of a few kilobytes.
+ * The record writer hands over such short buffers when the payloads go
+ * by shared memory (a flush every megabyte of payload is a few kilobytes
+ * of stream): spliced, they kept every stage of the 10-second job
+ * waiting on its output (docs/BENCHMARKS.md). */
+#define ZC_SHORT(len, cap) ((len) < (cap) / 4)
 
 enum { WB_FREE, WB_QUEUED, WB_INPIPE };
 
@@ -58,9 +67,11 @@ struct writebehind {
 	int mapped;             /* mem[] from mmap: munmap them */
 	int zc_on;              /* vmsplice in use */
 	unsigned zc_checks;     /* reader checks done */
+	int short_said;         /* zc_why says buffers were short */
 	char zc_why[160];       /* why not vmsplice, "" if nothing refused:
 				   the last reader check, or the system */
 	uint64_t nbuf;          /* buffers written */
+	uint64_t nlong;         /* of them not ZC_SHORT */
 	uint64_t pos;           /* bytes handed to fd */
 	uint64_t spliced;       /* of them with vmsplice */
 };
@@ -100,12 +111,13 @@ static void wb_set_why(struct writebehind *wb, const char *why)
 	pthread_mutex_unlock(&wb->mu);
 }
 
-/* Whether to vmsplice buffer number nbuf: checks the pipe's readers at
- * buffers 0, 1, 2, 4, 8, ... (a reader may not have started its program
- * yet at first) until they pass or ZC_CHECKS checks failed. */
+/* Whether to vmsplice the next buffer that is not short (ZC_SHORT),
+ * number nlong of them: checks the pipe's readers at such buffers 0, 1,
+ * 2, 4, 8, ... (a reader may not have started its program yet at first)
+ * until they pass or ZC_CHECKS checks failed. */
 static int wb_zero_copy(struct writebehind *wb)
 {
-	uint64_t k = wb->nbuf;
+	uint64_t k = wb->nlong++;
 	char why[sizeof(wb->zc_why)];
 
 	if (wb->zc_on || wb->zc == 0)
@@ -119,6 +131,18 @@ static int wb_zero_copy(struct writebehind *wb)
 					 sizeof(why)) == 1;
 	wb_set_why(wb, why);
 	return wb->zc_on;
+}
+
+/* A short buffer goes by write(2): until a reader check says otherwise,
+ * that is why nothing was spliced. */
+static void wb_short(struct writebehind *wb)
+{
+	if (wb->zc == 0 || wb->zc_on || wb->zc_checks || wb->short_said)
+		return;
+	wb->short_said = 1;
+	wb_set_why(wb, "every buffer so far was short (under a quarter "
+		   "full), and a copy costs less than vmsplice's wait for "
+		   "the reader");
 }
 
 /* vmsplices slot i; where the system refuses vmsplice itself (a
@@ -147,7 +171,7 @@ static void *wb_main(void *arg)
 	struct writebehind *wb = arg;
 
 	for (int i = 0;; i = (i + 1) % wb->n) {
-		int err, e = 0, zc = 0;
+		int err, e = 0, zc = 0, short_buf;
 
 		pthread_mutex_lock(&wb->mu);
 		while (wb->state[i] != WB_QUEUED && !wb->stop)
@@ -158,7 +182,10 @@ static void *wb_main(void *arg)
 		}
 		err = wb->err;
 		pthread_mutex_unlock(&wb->mu);
-		if (!err && (zc = wb_zero_copy(wb)))
+		short_buf = wb->zc == 1 && ZC_SHORT(wb->len[i], wb->cap[i]);
+		if (!err && short_buf)
+			wb_short(wb);
+		if (!err && !short_buf && (zc = wb_zero_copy(wb)))
 			e = wb_splice(wb, i, &zc);
 		else if (!err)
 			e = xio_write_all(wb->fd, wb->mem[i], wb->len[i]);

@@ -32,8 +32,11 @@ struct writebehind;
  * with zc) and the thread that writes them to fd (not closed here). zc:
  * 0 = write(2); 1 = vmsplice(2) once every process reading the pipe fd
  * runs one of this suite's programs of this build (buildid.h: checked in
- * /proc, write(2) until it passes); 2 = vmsplice(2) whatever reads (the
- * caller vouches for the reader). Returns 0 and sets *out, or -errno. */
+ * /proc, write(2) until it passes), for buffers filled to a quarter of
+ * their size or more (a short one is copied: cheaper than keeping it out
+ * of use until the reader is past it); 2 = vmsplice(2) every buffer
+ * whatever reads (the caller vouches for the reader). Returns 0 and sets
+ * *out, or -errno. */
 int wb_new(struct writebehind **out, int fd, size_t cap, int zc);
 
 /* The buffer to fill next, *cap bytes long; the caller's until it is

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../../lib/rec.h"
+#include "../../lib/writebehind.h"
 #include "rec-fixture.h"
 #include "tap.h"
 
@@ -457,11 +458,69 @@ static void test_zero_copy(void)
 		       "after 20 records");
 }
 
+/* Drains the pipe at *arg, counting its bytes into arg[1]. */
+static void *drain_main(void *arg)
+{
+	long *a = arg;
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read((int)a[0], buf, sizeof(buf))) > 0)
+		a[1] += n;
+	return NULL;
+}
+
+/* zc 1 copies a buffer filled to less than a quarter, and says so while
+ * nothing else was found: the reader check runs at full buffers only. */
+static void test_short_buffers(void)
+{
+	struct writebehind *wb;
+	long drained[2] = { 0, 0 };
+	unsigned char *b;
+	uint64_t spliced = 1;
+	size_t cap;
+	char why[256];
+	pthread_t t;
+	int p[2];
+
+	if (pipe(p) < 0 || wb_new(&wb, p[1], 65536, 1) != 0)
+		exit(99);
+	drained[0] = p[0];
+	if (pthread_create(&t, NULL, drain_main, drained))
+		exit(99);
+	for (int i = 0; i < 10; i++) {
+		b = wb_buf(wb, &cap);
+		memset(b, i, cap / 4 - 1);
+		tap_is(wb_submit(wb, cap / 4 - 1, &(double){ 0 }), 0,
+		       "short buffer %d submitted", i);
+	}
+	tap_is(wb_drain(wb), 0, "short buffers written");
+	wb_status(wb, &spliced);
+	tap_is_u64(spliced, 0, "short buffers: none spliced");
+	wb_zc_why(wb, why, sizeof(why));
+	tap_ok(strstr(why, "short") != NULL, "short buffers: why says so: "
+	       "%s", why);
+	b = wb_buf(wb, &cap);
+	memset(b, 1, cap);
+	tap_is(wb_submit(wb, cap, &(double){ 0 }), 0, "a full buffer");
+	tap_is(wb_drain(wb), 0, "the full buffer written");
+	wb_zc_why(wb, why, sizeof(why));
+	tap_ok(strstr(why, "short") == NULL && why[0] != '\0',
+	       "a full buffer: the reader is checked: %s", why);
+	wb_free(wb);
+	close(p[1]);
+	pthread_join(t, NULL);
+	close(p[0]);
+	tap_is_u64((uint64_t)drained[1], 10 * (cap / 4 - 1) + cap,
+		   "the reader got every byte");
+}
+
 int main(void)
 {
 	/* a reader that fails closes its end: the writer's EPIPE then
 	 * shows as a failed check rather than as this test's death */
 	signal(SIGPIPE, SIG_IGN);
 	test_zero_copy();
+	test_short_buffers();
 	return tap_done();
 }
