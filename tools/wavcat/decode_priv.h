@@ -102,6 +102,11 @@ int sink_reserve(struct sink *s, uint64_t n);
 void sink_float(struct sink *s, const float *x, size_t n);
 void sink_double(struct sink *s, const double *x, size_t n);
 void sink_short(struct sink *s, const short *x, size_t n);
+/* Room for up to n 16-bit samples written in place (REC_S16 only): the
+ * count *k (0 when the sink takes no more) and where they go; the caller
+ * then says how many it wrote with sink_wrote(). */
+int16_t *sink_room(struct sink *s, size_t n, size_t *k);
+void sink_wrote(struct sink *s, size_t n);
 /* The samples kept so far, in the pieces handed on and the buffer. */
 uint64_t sink_kept(const struct sink *s);
 void sink_set_len(struct sink *s, uint64_t n);

@@ -187,6 +187,17 @@ void sink_short(struct sink *s, const short *x, size_t n)
 	}
 }
 
+int16_t *sink_room(struct sink *s, size_t n, size_t *k)
+{
+	*k = sink_take(s, n);
+	return (int16_t *)s->out->data + s->out->n;
+}
+
+void sink_wrote(struct sink *s, size_t n)
+{
+	s->out->n += n;
+}
+
 /* Makes the clip n samples long (n at most the limit): pads with zeros,
  * handing pieces on as they fill, or cuts the samples not handed on
  * yet. */
