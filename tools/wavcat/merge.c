@@ -239,13 +239,29 @@ out:
 int inputs_rewind(struct clip_list *cl)
 {
 	merge_free(cl->merge);
-	cl->merge = merge_new(cl, cl->run0, cl->n_runs - cl->run0, 1);
+	cl->merge = inputs_open(cl);
 	return cl->merge ? 0 : -1;
 }
 
 int inputs_next(struct clip_list *cl, struct clip *c)
 {
 	return merge_next(cl, cl->merge, c);
+}
+
+struct clip_merge *inputs_open(const struct clip_list *cl)
+{
+	return merge_new(cl, cl->run0, cl->n_runs - cl->run0, 1);
+}
+
+int inputs_read(const struct clip_list *cl, struct clip_merge *m,
+		struct clip *c)
+{
+	return merge_next(cl, m, c);
+}
+
+void inputs_close(struct clip_merge *m)
+{
+	merge_free(m);
 }
 
 int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,

@@ -56,6 +56,7 @@ int shard_job(struct clip_list *cl, const struct label_table *lt,
 	      char hex[41])
 {
 	struct sha1_ctx ctx;
+	struct clip_merge *m;
 	unsigned char md[20];
 	const char *k, *v;
 	struct clip c;
@@ -64,15 +65,16 @@ int shard_job(struct clip_list *cl, const struct label_table *lt,
 	int got;
 
 	sha1_init(&ctx);
-	if (inputs_rewind(cl))
+	if ((m = inputs_open(cl)) == NULL)
 		return -1;
-	while ((got = inputs_next(cl, &c)) > 0) {
+	while ((got = inputs_read(cl, m, &c)) > 0) {
 		hash_str(&ctx, c.key);
 		snprintf(num, sizeof(num), "%ld", (long)labels_of(lt, &c));
 		hash_str(&ctx, num);
 		snprintf(num, sizeof(num), "%d", split_of(sp, &c));
 		hash_str(&ctx, num);
 	}
+	inputs_close(m);
 	if (got < 0)
 		return -1;
 	for (i = 0; i < rec_header_len(h); i++) {

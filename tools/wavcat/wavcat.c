@@ -31,6 +31,7 @@ struct run {
 	struct label_table lt;
 	struct splitter sp;
 	struct decode_cfg cfg;
+	_Atomic(rec_writer *) lease_w; /* cfg.lease_to's: w once open */
 	char *rate_from;         /* the clip that set the rate */
 	uint64_t n_probed;       /* clips found unusable and warned about
 				    while looking for the rate */
@@ -40,6 +41,7 @@ struct run {
 	rec_header *h;
 	rec_writer *w;
 	struct pool *pool;
+	uint64_t submitted;     /* clips handed to the pool */
 	uint64_t n_own;          /* the clips of this shard (all: cl.n) */
 	uint64_t listed;         /* clips read from the list so far */
 	uint64_t n_ok, n_skipped, clipped;
@@ -271,7 +273,7 @@ static int open_writer(struct run *r)
 	if (err)
 		return prog_write_failed(r->o.co.output, r->w, err);
 	if (wo.shm)
-		r->cfg.lease_to = r->w;
+		atomic_store_explicit(&r->lease_w, r->w, memory_order_release);
 	return 0;
 }
 
@@ -481,25 +483,37 @@ static int feed(struct run *r, uint64_t *submitted)
 	return 0;
 }
 
-/* Decodes the shard's clips (every clip of a whole run) on the pool and
- * writes the records in order. */
-static int decode_and_write(struct run *r)
+/* Starts decoding the shard's clips (every clip of a whole run) on the
+ * pool, the first window of them, before the output opens: the job's
+ * fingerprint, which the stream's header carries, takes another pass
+ * over the list, as long as the first clips take to decode. */
+static int start_decoding(struct run *r)
 {
 	size_t jobs = threads(r);
-	uint64_t i, submitted = 0;
-	int err = 0;
 
 	if (r->n_own == 0) /* a shard may hold no clip: a valid stream */
 		return 0;
 	if (inputs_rewind(&r->cl))
 		return -1;
 	r->listed = 0;
+	r->cfg.lease_to = &r->lease_w;
 	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4, annotate, r)) {
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;
 	}
+	return feed(r, &r->submitted);
+}
+
+/* Decodes the rest of the clips and writes the records in order. */
+static int decode_and_write(struct run *r)
+{
+	uint64_t i;
+	int err = 0;
+
+	if (r->n_own == 0)
+		return 0;
 	for (i = 0; i < r->n_own && !err; i++) {
-		err = feed(r, &submitted);
+		err = feed(r, &r->submitted);
 		if (err)
 			break;
 		err = write_clip(r, i);
@@ -635,7 +649,8 @@ int main(int argc, char **argv)
 		prog_err("out of memory");
 		goto out;
 	}
-	if (add_job(&r) || open_writer(&r) || decode_and_write(&r) || finish(&r))
+	if (start_decoding(&r) || add_job(&r) || open_writer(&r) ||
+	    decode_and_write(&r) || finish(&r))
 		goto out;
 	report(&r);
 	failed = 0;

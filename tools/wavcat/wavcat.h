@@ -7,6 +7,7 @@
 #ifndef MELPIPE_WAVCAT_H
 #define MELPIPE_WAVCAT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,6 +114,14 @@ int inputs_rewind(struct clip_list *cl);
  * (or inputs_rewind()/inputs_free()): 1, 0 at the end, -1 after printing
  * why (reading the temporary file, no memory). */
 int inputs_next(struct clip_list *cl, struct clip *c);
+/* A cursor of its own over the clips in order, from the first one, for
+ * a pass that runs beside inputs_next()'s (in another thread too: the
+ * list is only read). NULL after printing why. */
+struct clip_merge *inputs_open(const struct clip_list *cl);
+/* The cursor's next clip: as inputs_next(). */
+int inputs_read(const struct clip_list *cl, struct clip_merge *m,
+		struct clip *c);
+void inputs_close(struct clip_merge *m);
 /* Copies clip c into *kept with its strings in *buf (grown as needed,
  * *cap bytes), for a clip that must outlive the next inputs_next().
  * Returns 0 or -1 (no memory). */
@@ -239,8 +248,9 @@ struct rec_header;
 /* The job's fingerprint, 40 lowercase hex digits and a NUL, into hex:
  * the SHA-1 of every clip's key NUL label NUL split NUL in order (one
  * pass over cl from its start), then of h's pairs but producer, stage,
- * shard, job and clips, as key NUL value NUL. Returns 0, or -1 after
- * printing why (reading the list of inputs). */
+ * shard, job and clips, as key NUL value NUL. Reads cl through a cursor
+ * of its own (inputs_open()). Returns 0, or -1 after printing why
+ * (reading the list of inputs). */
 int shard_job(struct clip_list *cl, const struct label_table *lt,
 	      const struct splitter *sp, const struct rec_header *h,
 	      char hex[41]);
@@ -261,10 +271,10 @@ struct decode_cfg {
 	int dtype;           /* REC_S16 or REC_F32 */
 	uint64_t piece_samples; /* a clip longer than this comes in pieces
 				   of this many samples (at least 1) */
-	rec_writer *lease_to;   /* the output: a clip decoded whole is
-				   copied into its ring of shared memory by
-				   the decoder when it lends room
-				   (rec_writer_lease()); NULL: never */
+	/* the output, once open: a clip decoded whole is copied into its
+	 * ring of shared memory by the decoder when it lends room
+	 * (rec_writer_lease()); NULL (or pointing to NULL): not */
+	_Atomic(rec_writer *) *lease_to;
 };
 
 enum decode_status {
