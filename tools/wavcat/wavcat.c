@@ -50,6 +50,7 @@ struct run {
 					       pieces, clips cut short */
 	uint64_t n_samples;      /* samples written */
 	double t0, t_read, t_resample, t_emit, t_wait, t_write;
+	double t_feed;          /* handing clips to the pool */
 };
 /* Opens the output: -o FILE or standard output, never a terminal. */
 static int open_output(struct run *r)
@@ -460,6 +461,7 @@ static int next_own(struct run *r, uint64_t want, struct clip *c)
  * it has room. */
 static int feed(struct run *r, uint64_t *submitted)
 {
+	double t0 = prog_now();
 	struct clip c;
 	int got;
 
@@ -480,6 +482,7 @@ static int feed(struct run *r, uint64_t *submitted)
 		}
 		(*submitted)++;
 	}
+	r->t_feed += prog_now() - t0;
 	return 0;
 }
 
@@ -597,11 +600,11 @@ static void report(const struct run *r)
 		  (unsigned long long)r->n_pieces,
 		  prog_plural(r->n_pieces, "piece", "pieces"));
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
-		  "%.2f s, handing on pieces %.2f s; waiting for decoders "
-		  "%.2f s, writing output %.2f s (of which waiting on output "
-		  "%.2f s)",
+		  "%.2f s, handing on pieces %.2f s; handing clips to them "
+		  "%.2f s, waiting for them %.2f s, writing output %.2f s "
+		  "(of which waiting on output %.2f s)",
 		  threads(r), r->t_read,
-		  r->t_resample, r->t_emit, r->t_wait, r->t_write,
+		  r->t_resample, r->t_emit, r->t_feed, r->t_wait, r->t_write,
 		  rec_writer_wait(r->w));
 	prog_report_spliced(r->w);
 	prog_report_shm_out(r->w);
