@@ -1,8 +1,10 @@
 /*
  * rec_read_int.h - what the record reader's files share privately:
- * rec_read.c (framing, checks, records handed out) and rec_read_shm.c
- * (payloads by reference, formats/record.md version 5). Not for tools/:
- * their interface is rec.h.
+ * rec_read.c (the handle, the buffer, framing), rec_read_check.c (a
+ * record's fixed header, CRC and compression; the header and trailer
+ * records), rec_read_item.c (data records) and rec_read_shm.c (payloads
+ * by reference, formats/record.md version 5). Not for tools/: their
+ * interface is rec.h.
  */
 #ifndef MELPIPE_REC_READ_INT_H
 #define MELPIPE_REC_READ_INT_H
@@ -64,14 +66,51 @@ struct rec_reader {
 	uint64_t due_len;
 };
 
+/* rec_read.c */
+
 /* Sets the sticky error and its sentence: "NAME: record N at byte B:
  * reason". Returns err. */
 __attribute__((format(printf, 3, 4)))
 int rd_fail(rec_reader *r, int err, const char *fmt, ...);
+
+/* rec_read_check.c: each returns REC_OK, else the error (set by
+ * rd_fail). */
+
+/* The record at pos does not start with the magic (n bytes are shown):
+ * REC_E_MAGIC. */
+int rd_bad_magic(rec_reader *r, size_t n);
+/* The fixed header h of the record at buf + pos, in the spec's order:
+ * magic, version, type, flags, the reserved byte, lengths. */
+int rd_check_rhdr(rec_reader *r, const struct rhdr *h);
+/* The CRC of the whole record at buf + pos (the reading thread's when it
+ * has it); with want_data_crc, the payload's CRC derived into data_crc. */
+int rd_check_crc(rec_reader *r, const struct rhdr *h);
+/* Decompresses a zstd payload into zbuf; *data then points at it. */
+int rd_decompress(rec_reader *r, const struct rhdr *h,
+		  const unsigned char **data);
+/* The header record (its metadata at meta): its pairs, kept in r->hdr. */
+int rd_parse_header(rec_reader *r, const unsigned char *meta,
+		    const struct rhdr *h);
 /* A record of fixed metadata and no payload (what: "ring record"):
  * REC_OK, else the error. */
 int rd_fixed_size(rec_reader *r, const struct rhdr *h, const char *what,
 		  uint32_t meta_len);
+/* The trailer (its metadata at meta), into r->trailer: its counts and
+ * checksum against the records read. */
+int rd_check_trailer(rec_reader *r, const unsigned char *meta,
+		     const struct rhdr *h);
+
+/* rec_read_item.c */
+
+/* Checks a data or source record's metadata (and a source record's
+ * pairs, at data) and fills *it (but for data). */
+int rd_check_item(rec_reader *r, const unsigned char *meta,
+		  const unsigned char *data, const struct rhdr *h,
+		  rec_item *it);
+/* Checks a data record against the one before it (order, pieces) and
+ * completes *it: its key terminated, its payload aligned, the counts. */
+int rd_accept_item(rec_reader *r, const struct rhdr *h,
+		   const unsigned char *data, rec_item *it);
 
 /* rec_read_shm.c */
 
