@@ -134,7 +134,7 @@ static inline int rec_sends_shared(int type)
 }
 
 /* The reader's table of rings, for a writer passing references on
- * (rec_read.c; struct shm_rd is in rec_shm.h). */
+ * (rec_read_shm.c; struct shm_rd is in rec_shm.h). */
 struct shm_rd;
 struct shm_rd *rec_reader_shm_rd(rec_reader *r);
 

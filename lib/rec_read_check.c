@@ -159,8 +159,6 @@ int rd_check_rhdr(rec_reader *r, const struct rhdr *h)
 	return REC_OK;
 }
 
-/* The CRC the reading thread computed for the record at r->off, when it
- * framed the same record (same offset, same length): 1 and *crc set. */
 /* The CRC32C of a record's header (its crc field taken as 0) and its
  * metadata, at p. */
 static uint32_t head_meta_crc(const unsigned char *p, uint32_t meta_len)

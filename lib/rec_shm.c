@@ -1,8 +1,8 @@
 /*
  * rec_shm.c - the reader's and the writer's tables of rings for the
  * shared-memory path of record streams (rec_shm.h, formats/record.md
- * version 5). The records themselves are read and written in
- * rec_read.c and rec_write.c.
+ * version 5). The ring records and the references are read in
+ * rec_read_shm.c and written in rec_write_shm.c.
  */
 #include "rec_shm.h"
 
