@@ -572,14 +572,14 @@ static void summary(const char *name, const h5out *h)
 }
 
 static void report(const rec_reader *r, const h5out *h, double total,
-		   const char *name)
+		   double t_sync, const char *name)
 {
 	double t_h5 = h5out_write_time(h);
 	double t_in = rec_reader_wait(r);
 	size_t jobs;
 	uint64_t chunks;
 	double t_z = h5out_compress_time(h, &jobs, &chunks);
-	double work = total - t_in - t_h5;
+	double work = total - t_in - t_h5 - t_sync;
 	char threads[128] = "";
 	struct stat sb;
 
@@ -593,11 +593,11 @@ static void report(const rec_reader *r, const h5out *h, double total,
 	 * came in the pipe or by reference, as the other stages count */
 	prog_info("read %" PRIu64 " %s (%" PRIu64 " bytes), wrote %lld "
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
-		  "%.2f s%s", rec_reader_count(r),
+		  "%.2f s%s, syncing to the disk %.2f s", rec_reader_count(r),
 		  prog_plural(rec_reader_count(r), "record", "records"),
 		  rec_reader_inline_bytes(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
-		  t_in, work > 0 ? work : 0, t_h5, threads);
+		  t_in, work > 0 ? work : 0, t_h5, threads, t_sync);
 	prog_report_shm_in(r);
 }
 
@@ -731,7 +731,7 @@ static int run(const struct options *o, int argc, char **argv)
 	rec_reader *r = NULL;
 	rec_header *hdr = NULL;
 	h5out *h = NULL;
-	double t_start = prog_now();
+	double t_start = prog_now(), t_sync;
 	int in_fd, ret = EXIT_FAIL, err, have_out = 0;
 
 	in_fd = prog_open_input(o->input);
@@ -754,11 +754,14 @@ static int run(const struct options *o, int argc, char **argv)
 	err = pack_records(r, h, &p, &st);
 	progress_end(&p);
 	if (err || h5out_finish(h, hdr) ||
-	    check_usable(h, &ho, o->co.output) ||
-	    outfile_commit())
+	    check_usable(h, &ho, o->co.output))
 		goto out;
+	t_sync = prog_now();
+	if (outfile_commit())
+		goto out;
+	t_sync = prog_now() - t_sync;
 	have_out = 0;
-	report(r, h, prog_now() - t_start, o->co.output);
+	report(r, h, prog_now() - t_start, t_sync, o->co.output);
 	summary(o->co.output, h);
 	if (o->compress == H5OUT_ZSTD)
 		zstd_hint(o->co.output);
