@@ -242,6 +242,34 @@ static int check_reader(long pid, void *arg)
 	return 1;
 }
 
+struct one_reader {
+	long pid;
+	unsigned n;
+};
+
+static int note_reader(long pid, void *arg)
+{
+	struct one_reader *o = arg;
+
+	o->pid = pid;
+	return ++o->n > 1; /* a second one: stop */
+}
+
+int buildid_pipe_reader_name(int fd, char *buf, size_t n)
+{
+	struct one_reader o = { 0 };
+	char name[256];
+
+	if (n == 0)
+		return 0;
+	buf[0] = '\0';
+	if (xio_pipe_readers(fd, note_reader, &o) < 0 || o.n != 1)
+		return 0;
+	program_name(o.pid, name, sizeof(name));
+	snprintf(buf, n, "%s, pid %ld", name, o.pid);
+	return 1;
+}
+
 int buildid_pipe_readers(int fd, const char *const names[], char *why,
 			 size_t n)
 {

@@ -500,6 +500,11 @@ uint64_t rec_writer_spliced(const rec_writer *w);
  * the reader that is not a stage of this build, or the system's refusal
  * (wb_zc_why()); "" when nothing was refused. */
 void rec_writer_zero_copy_why(const rec_writer *w, char *buf, size_t n);
+/* The process that reads the output pipe, "NAME, pid N", into buf[n]
+ * (n > 0), as found while it read (by the checks for references or
+ * vmsplice): 1, or 0 and "" when none was found. For a message about a
+ * reader that stopped reading, which can no longer be looked up. */
+int rec_writer_reader(const rec_writer *w, char *buf, size_t n);
 /* Counters so far: records, and bytes handed to the output. */
 uint64_t rec_writer_count(const rec_writer *w);
 uint64_t rec_writer_bytes(const rec_writer *w);

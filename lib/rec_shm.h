@@ -118,6 +118,7 @@ struct shm_out_ring {
 struct shm_wr {
 	int mode;               /* 0 off, 1 when the reader allows, 2 on */
 	pid_t reader;           /* the pipe's one reader, once found */
+	char reader_name[80];   /* and "NAME, pid N" */
 	unsigned checks;        /* reader checks done */
 	uint64_t next_check;    /* at this many payloads */
 	uint64_t payloads;      /* payloads that could go by reference */

@@ -617,6 +617,16 @@ void rec_writer_zero_copy_why(const rec_writer *w, char *buf, size_t n)
 		wb_zc_why(w->wb, buf, n);
 }
 
+int rec_writer_reader(const rec_writer *w, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (w && w->shm.reader_name[0])
+		snprintf(buf, n, "%s", w->shm.reader_name);
+	else if (w && w->wb)
+		wb_reader(w->wb, buf, n);
+	return buf[0] != '\0';
+}
+
 uint64_t rec_writer_count(const rec_writer *w)
 {
 	return w ? w->ndata : 0;

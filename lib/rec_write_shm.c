@@ -53,6 +53,9 @@ static pid_t wr_shm_reader(rec_writer *w)
 		s->reader = -1;
 	if (s->reader)
 		s->why[0] = '\0';
+	if (s->reader > 0)
+		buildid_pipe_reader_name(w->fd, s->reader_name,
+					 sizeof(s->reader_name));
 	return s->reader;
 }
 

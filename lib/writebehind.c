@@ -68,6 +68,7 @@ struct writebehind {
 	int zc_on;              /* vmsplice in use */
 	unsigned zc_checks;     /* reader checks done */
 	int short_said;         /* zc_why says buffers were short */
+	char reader[80];        /* the pipe's reader once zc_on, or "" */
 	char zc_why[160];       /* why not vmsplice, "" if nothing refused:
 				   the last reader check, or the system */
 	uint64_t nbuf;          /* buffers written */
@@ -130,6 +131,14 @@ static int wb_zero_copy(struct writebehind *wb)
 	wb->zc_on = buildid_pipe_readers(wb->fd, rec_suite_progs, why,
 					 sizeof(why)) == 1;
 	wb_set_why(wb, why);
+	if (wb->zc_on) {
+		char name[sizeof(wb->reader)];
+
+		buildid_pipe_reader_name(wb->fd, name, sizeof(name));
+		pthread_mutex_lock(&wb->mu);
+		memcpy(wb->reader, name, sizeof(name));
+		pthread_mutex_unlock(&wb->mu);
+	}
 	return wb->zc_on;
 }
 
@@ -371,6 +380,15 @@ void wb_zc_why(struct writebehind *wb, char *buf, size_t n)
 		return;
 	pthread_mutex_lock(&wb->mu);
 	snprintf(buf, n, "%s", wb->zc_why);
+	pthread_mutex_unlock(&wb->mu);
+}
+
+void wb_reader(struct writebehind *wb, char *buf, size_t n)
+{
+	if (n == 0)
+		return;
+	pthread_mutex_lock(&wb->mu);
+	snprintf(buf, n, "%s", wb->reader);
 	pthread_mutex_unlock(&wb->mu);
 }
 

@@ -71,6 +71,11 @@ int wb_status(struct writebehind *wb, uint64_t *spliced);
  * the check passed). */
 void wb_zc_why(struct writebehind *wb, char *buf, size_t n);
 
+/* The pipe's one reader, "NAME, pid N", as found when its check for
+ * vmsplice passed (buildid_pipe_reader_name()), into buf[n]; "" when
+ * none passed. */
+void wb_reader(struct writebehind *wb, char *buf, size_t n);
+
 /* Counts len bytes that the caller wrote to fd itself after wb_drain():
  * they are in the pipe after the ring's buffers, and without them what
  * the reader has read would be underestimated. */

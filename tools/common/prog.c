@@ -406,14 +406,22 @@ const char *prog_output_name(const char *path)
 }
 
 /* The one line for a failed write, into buf: reason, and for a closed
- * pipe who closed it, as "Broken pipe" alone leaves a user wondering. */
+ * pipe who closed it, as "Broken pipe" alone leaves a user wondering:
+ * by name where the reader was found while it read (reader, "NAME, pid
+ * N", or ""). */
 static void write_msg(char *buf, size_t n, const char *path,
-		      const char *reason, int epipe)
+		      const char *reason, int epipe, const char *reader)
 {
+	char named[160];
 	const char *who = !epipe ? "" : path ? " (its reader stopped reading)"
 					     : " (the next stage stopped "
 					       "reading)";
 
+	if (epipe && reader && reader[0]) {
+		snprintf(named, sizeof(named), " (%s %s, stopped reading)",
+			 path ? "its reader," : "the next stage,", reader);
+		who = named;
+	}
 	if (path)
 		snprintf(buf, n, "unable to write to '%s': %s%s", path, reason,
 			 who);
@@ -426,7 +434,8 @@ void prog_write_error(const char *path, int errnum)
 {
 	char msg[1024];
 
-	write_msg(msg, sizeof(msg), path, strerror(errnum), errnum == EPIPE);
+	write_msg(msg, sizeof(msg), path, strerror(errnum), errnum == EPIPE,
+		  NULL);
 	prog_err("%s", msg);
 }
 
@@ -444,6 +453,7 @@ void prog_write_why(char *buf, size_t n, const char *path,
 	const char *d = w ? rec_writer_detail(w) : NULL;
 	const char *name = prog_output_name(path);
 	size_t len = strlen(name);
+	char reader[96] = "";
 
 	if (d == NULL || d[0] == '\0') {
 		d = err == REC_E_EPIPE ? strerror(EPIPE) : rec_strerror(err);
@@ -454,8 +464,10 @@ void prog_write_why(char *buf, size_t n, const char *path,
 			d += len + 2;
 		d = skip_prefix(d, "write error: ");
 	}
+	if (w)
+		rec_writer_reader(w, reader, sizeof(reader));
 	write_msg(buf, n, path, d, err == REC_E_EPIPE ||
-				   strcmp(d, strerror(EPIPE)) == 0);
+				   strcmp(d, strerror(EPIPE)) == 0, reader);
 }
 
 int prog_write_failed(const char *path, const rec_writer *w, int err)
