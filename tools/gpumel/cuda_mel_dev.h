@@ -715,7 +715,7 @@ MD float md_log_energy(const mel_kargs &a, double e)
 /*
  * Frame fr as Kaldi's ExtractWindow and ProcessWindow make it, into dst
  * (n_fft floats: the frame's win_length, then zeros), as the CPU backend
- * does (cpu_backend.c, kaldi_frame): samples in Kaldi's scale (s16 as
+ * does (cpu_frame.c, kaldi_frame): samples in Kaldi's scale (s16 as
  * they are, f32 times 32768), reflected at the record's edges, plus
  * dither times the noise of dither.h, less their mean, pre-emphasised,
  * windowed; the log energy (raw: before pre-emphasis) goes into row 0 of
