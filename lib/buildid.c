@@ -255,18 +255,24 @@ static int note_reader(long pid, void *arg)
 	return ++o->n > 1; /* a second one: stop */
 }
 
+void buildid_pid_name(long pid, char *buf, size_t n)
+{
+	char name[256];
+
+	program_name(pid, name, sizeof(name));
+	snprintf(buf, n, "%s, pid %ld", name, pid);
+}
+
 int buildid_pipe_reader_name(int fd, char *buf, size_t n)
 {
 	struct one_reader o = { 0 };
-	char name[256];
 
 	if (n == 0)
 		return 0;
 	buf[0] = '\0';
 	if (xio_pipe_readers(fd, note_reader, &o) < 0 || o.n != 1)
 		return 0;
-	program_name(o.pid, name, sizeof(name));
-	snprintf(buf, n, "%s, pid %ld", name, o.pid);
+	buildid_pid_name(o.pid, buf, n);
 	return 1;
 }
 

@@ -76,10 +76,12 @@ int buildid_check_pid(long pid);
 int buildid_pipe_readers(int fd, const char *const names[], char *why,
 			 size_t n);
 
-/* The pipe fd's one reader as "NAME, pid N" into buf (n bytes), for a
- * message that names the stage after this one: 1, or 0 (buf "") when no
- * process, or more than one, holds the pipe's read end, or /proc cannot
- * tell. Walks /proc as buildid_pipe_readers() does. */
+/* Process pid as "NAME, pid N" into buf (n > 0 bytes), NAME the file
+ * it runs (or "?"), for a message that names the stage after this one. */
+void buildid_pid_name(long pid, char *buf, size_t n);
+/* The pipe fd's one reader so named: 1, or 0 (buf "") when no process,
+ * or more than one, holds the pipe's read end, or /proc cannot tell.
+ * Walks /proc as buildid_pipe_readers() does. */
 int buildid_pipe_reader_name(int fd, char *buf, size_t n);
 
 #endif

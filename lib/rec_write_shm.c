@@ -53,9 +53,9 @@ static pid_t wr_shm_reader(rec_writer *w)
 		s->reader = -1;
 	if (s->reader)
 		s->why[0] = '\0';
-	if (s->reader > 0)
-		buildid_pipe_reader_name(w->fd, s->reader_name,
-					 sizeof(s->reader_name));
+	if (s->reader > 0) /* named now: it cannot be once it has gone */
+		buildid_pid_name(s->reader, s->reader_name,
+				 sizeof(s->reader_name));
 	return s->reader;
 }
 

@@ -193,8 +193,9 @@ static sf_count_t read_short(SNDFILE *sf, const SF_INFO *info, int64_t total,
 /* Reads every frame of sf into the sink (resampled when rs). 16-bit mono
  * that needs no resampling is copied as it is (a WAV file's straight
  * into the sink); the rest goes through double precision. The samples
- * before a bad one are kept: a clip in pieces is cut short there. Returns frames read, or -1 with the reason
- * set. Time in resample() and handing pieces on is not reading. */
+ * before a bad one are kept: a clip in pieces is cut short there.
+ * Returns frames read, or -1 with the reason set. Time in resample() and
+ * handing pieces on is not reading. */
 static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			int rs, struct sink *s)
 {
@@ -219,14 +220,14 @@ static int64_t read_all(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 			got = read_short(sf, info, total, per, s, d->sbuf);
 		} else if (direct) {
 			got = sf_readf_short(sf, d->sbuf, per);
+			if (got > 0)
+				sink_short(s, d->sbuf, (size_t)got);
 		} else {
 			got = sf_readf_double(sf, d->ibuf, per);
 		}
 		if (got <= 0)
 			break;
-		if (direct && !in_place) {
-			sink_short(s, d->sbuf, (size_t)got);
-		} else if (!direct) {
+		if (!direct) {
 			ok = mixdown(d, (size_t)got, ch, &mono);
 			d->t_read += prog_now() - t0 - (s->t_emit - e0);
 			err = feed(d, s, rs, mono, ok);

@@ -459,14 +459,14 @@ static int next_own(struct run *r, uint64_t want, struct clip *c)
 
 /* Hands the pool the shard's clips after the last one handed in, while
  * it has room. */
-static int feed(struct run *r, uint64_t *submitted)
+static int feed(struct run *r)
 {
 	double t0 = prog_now();
 	struct clip c;
 	int got;
 
-	while (*submitted < r->n_own && pool_has_room(r->pool)) {
-		got = next_own(r, shard_clip_index(&r->o.shard, *submitted),
+	while (r->submitted < r->n_own && pool_has_room(r->pool)) {
+		got = next_own(r, shard_clip_index(&r->o.shard, r->submitted),
 			       &c);
 		if (got <= 0) {
 			if (got == 0)
@@ -480,7 +480,7 @@ static int feed(struct run *r, uint64_t *submitted)
 			prog_err("out of memory");
 			return -1;
 		}
-		(*submitted)++;
+		r->submitted++;
 	}
 	r->t_feed += prog_now() - t0;
 	return 0;
@@ -504,7 +504,7 @@ static int start_decoding(struct run *r)
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;
 	}
-	return feed(r, &r->submitted);
+	return feed(r);
 }
 
 /* Decodes the rest of the clips and writes the records in order. */
@@ -513,10 +513,8 @@ static int decode_and_write(struct run *r)
 	uint64_t i;
 	int err = 0;
 
-	if (r->n_own == 0)
-		return 0;
 	for (i = 0; i < r->n_own && !err; i++) {
-		err = feed(r, &r->submitted);
+		err = feed(r);
 		if (err)
 			break;
 		err = write_clip(r, i);
