@@ -109,7 +109,7 @@ static void test_against_reference(void)
 /* crc(a then b) == crc32c(crc32c(0, a), b) at random split points. */
 static void test_incremental(void)
 {
-	size_t len = 3 * 4096 * 4 + 123;
+	size_t len = 3 * 4096 * 8 + 123;
 	unsigned char *buf = malloc(len);
 	uint32_t whole;
 	int bad = 0, bad_sw = 0;
@@ -136,7 +136,7 @@ static void test_incremental(void)
  * definition, at random split points and over 2 MiB of zeros. */
 static void test_combine(void)
 {
-	size_t len = 3 * 4096 * 4 + 123;
+	size_t len = 3 * 4096 * 8 + 123;
 	unsigned char *buf = malloc(len);
 	int bad = 0;
 
@@ -150,6 +150,19 @@ static void test_combine(void)
 		bad += crc32c_combine(ca, cb, b) != ref_crc(buf, a + b);
 	}
 	tap_is(bad, 0, "combine(crc(a), crc(b), |b|) is crc(a b)");
+	/* runs of one length and changes between them, 0 among them (a
+	 * combine keeps the power for the last length it saw): each
+	 * against the definition */
+	bad = 0;
+	for (int t = 0; t < 60; t++) {
+		static const size_t lens[] = { 81920, 81920, 7, 81920, 0, 0,
+					       7, 7, 1, 81920 };
+		size_t b = lens[t % 10], a = rng() % (len - b + 1);
+		uint32_t ca = ref_crc(buf, a), cb = ref_crc(buf + a, b);
+
+		bad += crc32c_combine(ca, cb, b) != ref_crc(buf, a + b);
+	}
+	tap_is(bad, 0, "combines of repeated and changing lengths");
 	free(buf);
 	{
 		/* crc of 2 MiB of zeros: once directly, once combined */
