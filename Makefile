@@ -28,8 +28,9 @@
 #                   scripts in bin/, the
 #                   manual pages in share/man/man1/, README.md,
 #                   formats/*.md and docs/*.md in share/doc/melpipe/
-#   make tsan-check test-shmring's writer and reader threads under
-#                   ThreadSanitizer (tests/build.mk)
+#   make tsan-check test-shmring's writer and reader threads, and
+#                   test-pool's decoder pools, under ThreadSanitizer
+#                   (tests/build.mk)
 #   make clean
 # Variables: V=1 shows commands; CUDA=0 skips the CUDA backend; SAN=1
 # builds with sanitizers into build/san.

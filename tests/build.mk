@@ -62,8 +62,36 @@ $(TSAN_HELPER): $(TSAN_SRC) lib/shmring.h lib/xio.h tests/helper/tap.h \
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fsanitize=thread \
 		-pthread -o $@ $(TSAN_SRC)
 
-tsan-check: $(TSAN_HELPER)
+# test-pool: wavcat's pool of decoder threads (tools/wavcat/pool.c) with
+# a decoder of its own, in the build's flavour and, like test-shmring,
+# under ThreadSanitizer where the compiler links it (t1010). Not linked
+# with tools/common: the test has its own prog_now().
+POOL_HELPER := $(HELPER_DIR)/test-pool
+POOL_TSAN_HELPER := $(HELPER_DIR)/test-pool-tsan
+POOL_TSAN_SRC := tests/helper/test-pool.c tests/helper/tap.c \
+	tools/wavcat/pool.c
+test-helpers: $(POOL_HELPER)
+ifeq ($(TSAN_OK),1)
+test-helpers: $(POOL_TSAN_HELPER)
+endif
+
+$(POOL_HELPER): $(HELPER_DIR)/test-pool.o $(HELPER_TAP) \
+		$(BUILD)/tools/wavcat/pool.o
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^
+
+$(POOL_TSAN_HELPER): $(POOL_TSAN_SRC) tools/wavcat/wavcat.h \
+		tools/common/prog.h tests/helper/tap.h
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@ (tsan)"
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fsanitize=thread \
+		-pthread -o $@ $(POOL_TSAN_SRC)
+
+tsan-check: $(TSAN_HELPER) $(POOL_TSAN_HELPER)
 	$(Q)TSAN_OPTIONS=halt_on_error=1 $(TSAN_HELPER) threads
+	$(Q)TSAN_OPTIONS=halt_on_error=1 $(POOL_TSAN_HELPER) order 3000
+	$(Q)TSAN_OPTIONS=halt_on_error=1 $(POOL_TSAN_HELPER) stop
 
 .PHONY: tsan-check
 
