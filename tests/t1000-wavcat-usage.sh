@@ -188,7 +188,7 @@ test_expect_success '-v reports records, bytes and times' '
 	wavcat -v D >out.rec 2>err &&
 	test_grep "6 records, [0-9]* bytes" err &&
 	test_grep "reading and decoding" err &&
-	test_grep "; handing clips to them [0-9.]* s, waiting for them [0-9.]* s, writing output" err &&
+	test_grep "; handing clips to them [0-9.]* s (waking one [0-9]* times\{0,1\}), waiting for them [0-9.]* s, writing output" err &&
 	test_grep "writing output" err &&
 	test_grep "samples clipped" err &&
 	bytes=$(sed -n "s/.*6 records, \([0-9]*\) bytes.*/\1/p" err) &&

@@ -48,7 +48,9 @@
  * while another decoder is awake (it takes them as it finishes its clip).
  * Waking a thread costs the caller a system call and the thread's CPU an
  * interrupt, microseconds in a virtual machine: done for every clip, it
- * was most of the writing thread's time for short clips. */
+ * was most of the writing thread's time for short clips. (Waking none
+ * while all sleep, until this many wait, was slower: wavcat alone 0.537
+ * -> 0.568 s on an H200, docs/BENCHMARKS.md.) */
 #define WAKE_QUEUED 4
 
 struct slot {
@@ -88,6 +90,7 @@ struct pool {
 	_Atomic uint64_t released;  /* clips the caller is done with */
 	_Atomic int stop;
 	double t_wait;
+	uint64_t wakes;             /* decoders woken by the caller */
 };
 
 /* The decoder's emit(): puts the full piece in out in the slot's piece
@@ -273,6 +276,7 @@ int pool_submit(struct pool *p, const struct clip *c)
 		pthread_mutex_lock(&p->lock);
 		pthread_cond_signal(&p->can_take);
 		pthread_mutex_unlock(&p->lock);
+		p->wakes++;
 	}
 	return 0;
 }
@@ -303,7 +307,7 @@ struct job *pool_wait(struct pool *p, uint64_t i, int *piece)
 	 * blocks anyway, so the calls cost it nothing) */
 	if (!ready(s, piece))
 		for (uint64_t q = p->submitted - p->next, k = 0;
-		     k < q && k < p->n_waiting; k++)
+		     k < q && k < p->n_waiting; k++, p->wakes++)
 			pthread_cond_signal(&p->can_take);
 	/* a piece handed on before the clip ended comes first */
 	while (!ready(s, piece))
@@ -339,6 +343,11 @@ void pool_release(struct pool *p, uint64_t i)
 	atomic_store_explicit(&s->done, 0, memory_order_relaxed);
 	/* (the slot is reused only by a later pool_submit, on this thread) */
 	atomic_store(&p->released, i + 1);
+}
+
+uint64_t pool_wakes(const struct pool *p)
+{
+	return p ? p->wakes : 0;
 }
 
 void pool_stop(struct pool *p, double *t_read, double *t_resample,

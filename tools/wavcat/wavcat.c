@@ -51,6 +51,7 @@ struct run {
 	uint64_t n_samples;      /* samples written */
 	double t0, t_read, t_resample, t_emit, t_wait, t_write;
 	double t_feed;          /* handing clips to the pool */
+	uint64_t wakes;         /* of a sleeping decoder (pool_wakes()) */
 };
 /* Opens the output: -o FILE or standard output, never a terminal. */
 static int open_output(struct run *r)
@@ -519,6 +520,7 @@ static int decode_and_write(struct run *r)
 			break;
 		err = write_clip(r, i);
 	}
+	r->wakes = pool_wakes(r->pool);
 	pool_stop(r->pool, &r->t_read, &r->t_resample, &r->t_emit,
 		  &r->t_wait);
 	r->pool = NULL;
@@ -599,11 +601,13 @@ static void report(const struct run *r)
 		  prog_plural(r->n_pieces, "piece", "pieces"));
 	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
 		  "%.2f s, handing on pieces %.2f s; handing clips to them "
-		  "%.2f s, waiting for them %.2f s, writing output %.2f s "
-		  "(of which waiting on output %.2f s)",
+		  "%.2f s (waking one %llu %s), waiting for them %.2f s, "
+		  "writing output %.2f s (of which waiting on output %.2f s)",
 		  threads(r), r->t_read,
-		  r->t_resample, r->t_emit, r->t_feed, r->t_wait, r->t_write,
-		  rec_writer_wait(r->w));
+		  r->t_resample, r->t_emit, r->t_feed,
+		  (unsigned long long)r->wakes,
+		  prog_plural(r->wakes, "time", "times"), r->t_wait,
+		  r->t_write, rec_writer_wait(r->w));
 	prog_report_spliced(r->w);
 	prog_report_shm_out(r->w);
 	if (r->cfg.dtype == REC_S16)

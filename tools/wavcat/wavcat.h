@@ -398,6 +398,8 @@ struct job *pool_wait(struct pool *p, uint64_t i, int *piece);
 void pool_piece_done(struct pool *p, uint64_t i);
 /* Frees clip i's slot for a later clip. */
 void pool_release(struct pool *p, uint64_t i);
+/* How many times the caller has woken a sleeping decoder. */
+uint64_t pool_wakes(const struct pool *p);
 /* Stops the threads (after their current clip, or at once where one
  * waits to hand on a piece), frees p; accepts NULL. Adds the threads'
  * time to *t_read, *t_resample and *t_emit when not NULL, and the time
