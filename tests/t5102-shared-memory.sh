@@ -386,4 +386,22 @@ test_expect_success 'the same with the shared-memory path off' '
 	kill_all 0.05 0.15
 '
 
+# A clip longer than --piece-samples comes in pieces: segment writes the
+# windows inside each piece as pointing at the piece's own bytes, which
+# go on by reference to wavcat's ring (those that begin before the piece
+# are copied). 120 clips of 60 s in pieces of 16384 samples.
+test_expect_success 'the windows inside pieces of long clips go on by reference' '
+	PW="wavcat -v --rate 4096 --piece-samples 16384 KILL/" &&
+	$PW 2>pw.err | $S 2>ps.err | $G 2>/dev/null | h5pack -o pon.h5 &&
+	test_grep "wavcat: .* 120 clips longer than 16384 samples in 1800 pieces" \
+		pw.err &&
+	test_grep "segment: output: [1-9][0-9]* $BYREF, [1-9][0-9][0-9]* of them passed on" ps.err &&
+	(
+		MELPIPE_SHM=0 && export MELPIPE_SHM &&
+		$PW 2>/dev/null | $S 2>/dev/null | $G 2>/dev/null |
+			h5pack -o poff.h5
+	) &&
+	test_same_datasets pon.h5 poff.h5
+'
+
 test_done

@@ -22,7 +22,12 @@
  *
  * The windows of one piece leave as one windows record, or as several
  * where one would pass the payload cap, or where the held window and the
- * next do not touch (a gap between windows that no piece kept).
+ * next do not touch (a gap between windows that no piece kept), and
+ * apart from the windows that begin before the piece: those are copied
+ * together from the hold, the carry and the piece, while the record of
+ * the windows inside the piece points at the piece's own samples, so
+ * that where the piece came in shared memory, it goes on by reference to
+ * the same bytes, never copied (rec_writer_link()).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -208,11 +213,16 @@ static int describe_run(struct piece_cut *pc, struct cut_ctx *c,
 	}
 	out.dim0 = (uint32_t)(end - start);
 	out.data_len = (size_t)out.dim0 * pc->frame;
+	c->st.windows += b - a;
+	if (start >= pc->got) { /* all in the piece: its own bytes */
+		out.data = s->piece + (start - pc->got) * pc->frame;
+		err = rec_write(c->w, &out);
+		return err ? write_failed(c->w, rec_strerror(err)) : 0;
+	}
 	err = rec_write_reserve(c->w, out.data_len, &p);
 	if (err)
 		return write_failed(c->w, rec_strerror(err));
 	src_copy(s, o, p, start, out.dim0);
-	c->st.windows += b - a;
 	err = rec_write_commit(c->w, &out);
 	return err ? write_failed(c->w, rec_strerror(err)) : 0;
 }
@@ -230,12 +240,14 @@ static uint64_t windows_per_record(const struct piece_cut *pc,
 	return o->len >= frames ? 1 : (frames - o->len) / o->hop + 1;
 }
 
-/* Writes the windows [written, b): the held one (if any) first. */
+/* Writes the windows [written, b): the held one (if any) first; those
+ * that begin before the piece apart from those inside it. */
 static int write_windows(struct piece_cut *pc, struct cut_ctx *c,
 			 const struct src *s, uint64_t b,
 			 uint64_t clip_samples)
 {
 	uint64_t a = pc->written, most = windows_per_record(pc, c->o);
+	uint64_t inside = (pc->got + c->o->hop - 1) / c->o->hop;
 	int err = 0;
 
 	if (c->o->copy) {
@@ -252,6 +264,8 @@ static int write_windows(struct piece_cut *pc, struct cut_ctx *c,
 	while (a < b && !err) {
 		uint64_t n = b - a < most ? b - a : most;
 
+		if (a < inside && a + n > inside)
+			n = inside - a;
 		err = describe_run(pc, c, s, a, a + n, clip_samples);
 		a += n;
 	}
