@@ -69,14 +69,14 @@ $(TSAN_HELPER): $(TSAN_SRC) lib/shmring.h lib/xio.h tests/helper/tap.h \
 POOL_HELPER := $(HELPER_DIR)/test-pool
 POOL_TSAN_HELPER := $(HELPER_DIR)/test-pool-tsan
 POOL_TSAN_SRC := tests/helper/test-pool.c tests/helper/tap.c \
-	tools/wavcat/pool.c
+	tools/wavcat/pool.c tools/wavcat/keepclip.c
 test-helpers: $(POOL_HELPER)
 ifeq ($(TSAN_OK),1)
 test-helpers: $(POOL_TSAN_HELPER)
 endif
 
 $(POOL_HELPER): $(HELPER_DIR)/test-pool.o $(HELPER_TAP) \
-		$(BUILD)/tools/wavcat/pool.o
+		$(BUILD)/tools/wavcat/pool.o $(BUILD)/tools/wavcat/keepclip.o
 	@mkdir -p $(@D)
 	@[ "$(V)" = 1 ] || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^

@@ -146,33 +146,6 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 	out->clip_samples = len;
 }
 
-/* wavcat's copy of a clip into a slot (tools/wavcat/merge.c, which
- * needs the whole list: not linked here). */
-int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,
-		     struct clip *kept)
-{
-	size_t pl = strlen(c->path) + 1, kl = strlen(c->key) + 1;
-	size_t sl = c->skip ? strlen(c->skip) + 1 : 0, need = pl + kl + sl;
-	char *nb;
-
-	if (need > *cap) {
-		nb = realloc(*buf, need);
-		if (nb == NULL)
-			return -1;
-		*buf = nb;
-		*cap = need;
-	}
-	*kept = *c;
-	memcpy(*buf, c->path, pl);
-	memcpy(*buf + pl, c->key, kl);
-	if (c->skip)
-		memcpy(*buf + pl + kl, c->skip, sl);
-	kept->path = *buf;
-	kept->key = *buf + pl;
-	kept->skip = c->skip ? *buf + pl + kl : NULL;
-	return 0;
-}
-
 /* The decoders' annotation: the clip's number as its label. */
 static void annotate(void *ctx, struct clip *c)
 {

@@ -264,31 +264,6 @@ void inputs_close(struct clip_merge *m)
 	merge_free(m);
 }
 
-int inputs_keep_clip(const struct clip *c, char **buf, size_t *cap,
-		     struct clip *kept)
-{
-	size_t pl = strlen(c->path) + 1, kl = strlen(c->key) + 1;
-	size_t sl = c->skip ? strlen(c->skip) + 1 : 0, need = pl + kl + sl;
-	char *nb;
-
-	if (need > *cap) {
-		nb = realloc(*buf, need);
-		if (nb == NULL)
-			return -1;
-		*buf = nb;
-		*cap = need;
-	}
-	*kept = *c;
-	memcpy(*buf, c->path, pl);
-	memcpy(*buf + pl, c->key, kl);
-	if (c->skip)
-		memcpy(*buf + pl + kl, c->skip, sl);
-	kept->path = *buf;
-	kept->key = *buf + pl;
-	kept->skip = c->skip ? *buf + pl + kl : NULL;
-	return 0;
-}
-
 /* Whether paths a and b name the same file. */
 static int same_file(const char *a, const char *b)
 {
