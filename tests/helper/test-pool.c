@@ -124,6 +124,11 @@ void decoder_run(struct decoder *d, const char *path, struct decoded *out,
 		return;
 	}
 	atomic_fetch_add(&decoded[i], 1);
+	if (strstr(path, "/slow")) {
+		struct timespec t = { 0, 1000000 };
+
+		nanosleep(&t, NULL);
+	}
 	maybe_nap(&d->seed, 8, 200);
 	for (k = 0; k < len; k++) {
 		if (out->n == PIECE) {
@@ -286,6 +291,8 @@ static void test_order(uint64_t n)
  * otherwise. */
 static void test_stop(void)
 {
+	int bad = 0;
+
 	for (int round = 0; round < 20; round++) {
 		size_t threads = 1 + (size_t)round % 8;
 		struct pool *p;
@@ -315,6 +322,44 @@ static void test_stop(void)
 	}
 	tap_ok(1, "pool_stop() returns while threads wait to hand on "
 	       "pieces, decode or sleep (20 pools)");
+
+	/* Short clips that take a millisecond each: once pool_stop() has
+	 * begun, the threads end with the clip they decode; none claims
+	 * another of those waiting. */
+	for (int round = 0; round < 10; round++) {
+		size_t threads = 2 + (size_t)round % 4, window = 8 * threads;
+		unsigned before = 0, after = 0;
+		struct pool *p;
+		struct clip c = { 0 };
+		char name[64];
+		int piece;
+		uint64_t i;
+
+		memset(decoded, 0, sizeof(decoded));
+		if (pool_start(&p, NULL, threads, window, NULL, NULL))
+			break;
+		for (i = 0; pool_has_room(p); i++) {
+			snprintf(name, sizeof(name), "%d/%llu/slow", PIECE / 2,
+				 (unsigned long long)i);
+			c.path = c.key = name;
+			if (pool_submit(p, &c))
+				break;
+		}
+		(void)pool_wait(p, 0, &piece);
+		for (i = 0; i < window; i++)
+			before += atomic_load(&decoded[i]);
+		pool_stop(p, NULL, NULL, NULL, NULL);
+		for (i = 0; i < window; i++)
+			after += atomic_load(&decoded[i]);
+		if (after > before + threads) {
+			tap_diag("%zu threads: %u clips begun before "
+				 "pool_stop(), %u after it", threads, before,
+				 after);
+			bad++;
+		}
+	}
+	tap_is(bad, 0, "after pool_stop() the threads end with the clip "
+	       "they decode (10 pools of short clips)");
 }
 
 int main(int argc, char **argv)

@@ -157,13 +157,14 @@ static int claim(struct pool *p, uint64_t *i)
 	uint64_t n;
 
 	for (;;) {
-		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
+		if (atomic_load(&p->stop))
 			return 0;
 		n = atomic_load(&p->next);
 		if (n < atomic_load(&p->submitted)) {
 			if (atomic_compare_exchange_weak(&p->next, &n, n + 1)) {
+				/* none decoded once pool_stop() has begun */
 				*i = n;
-				return 1;
+				return !atomic_load(&p->stop);
 			}
 			continue;
 		}
