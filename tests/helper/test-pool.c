@@ -285,31 +285,50 @@ static void test_order(uint64_t n)
 		       (unsigned long long)n, cfg[c][0], cfg[c][1]);
 }
 
-/* Stops a pool whose threads wait to hand on pieces (every clip long,
+/* A new pool of threads and window slots, full of clips of len samples
+ * named "LEN/INDEX" then tail; NULL (said) when it cannot be. */
+static struct pool *full_pool(size_t threads, size_t window, int len,
+			      const char *tail)
+{
+	struct pool *p;
+	struct clip c = { 0 };
+	char name[64];
+
+	memset(decoded, 0, sizeof(decoded));
+	if (pool_start(&p, NULL, threads, window, NULL, NULL)) {
+		tap_diag("pool_start failed");
+		return NULL;
+	}
+	for (uint64_t i = 0; pool_has_room(p); i++) {
+		snprintf(name, sizeof(name), "%d/%llu%s", len,
+			 (unsigned long long)i, tail);
+		c.path = c.key = name;
+		if (pool_submit(p, &c)) {
+			tap_diag("out of memory");
+			pool_stop(p, NULL, NULL, NULL, NULL);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+/* Stops pools whose threads wait to hand on pieces (every clip long,
  * none of their pieces taken but the first clip's first), decode or
- * sleep. Returns when pool_stop() does: alarm() fails the test
- * otherwise. */
+ * sleep: pool_stop() returns (alarm() fails the test otherwise). Then
+ * pools of short clips that take a millisecond each: once pool_stop()
+ * has begun, the threads end with the clip they decode; none claims
+ * another of those waiting. */
 static void test_stop(void)
 {
-	int bad = 0;
+	int bad = 0, piece;
 
-	for (int round = 0; round < 20; round++) {
+	for (int round = 0; round < 20 && !bad; round++) {
 		size_t threads = 1 + (size_t)round % 8;
-		struct pool *p;
-		struct clip c = { 0 };
-		char name[64];
-		int piece;
-		uint64_t i;
+		struct pool *p = full_pool(threads, 2 * threads, 4 * PIECE, "");
 
-		memset(decoded, 0, sizeof(decoded));
-		if (pool_start(&p, NULL, threads, 2 * threads, NULL, NULL))
+		if (p == NULL) {
+			bad++;
 			break;
-		for (i = 0; pool_has_room(p); i++) {
-			snprintf(name, sizeof(name), "%d/%llu", 4 * PIECE,
-				 (unsigned long long)i);
-			c.path = c.key = name;
-			if (pool_submit(p, &c))
-				break;
 		}
 		if (round % 2)
 			(void)pool_wait(p, 0, &piece);
@@ -320,30 +339,19 @@ static void test_stop(void)
 		}
 		pool_stop(p, NULL, NULL, NULL, NULL);
 	}
-	tap_ok(1, "pool_stop() returns while threads wait to hand on "
+	tap_is(bad, 0, "pool_stop() returns while threads wait to hand on "
 	       "pieces, decode or sleep (20 pools)");
 
-	/* Short clips that take a millisecond each: once pool_stop() has
-	 * begun, the threads end with the clip they decode; none claims
-	 * another of those waiting. */
+	bad = 0;
 	for (int round = 0; round < 10; round++) {
 		size_t threads = 2 + (size_t)round % 4, window = 8 * threads;
+		struct pool *p = full_pool(threads, window, PIECE / 2, "/slow");
 		unsigned before = 0, after = 0;
-		struct pool *p;
-		struct clip c = { 0 };
-		char name[64];
-		int piece;
 		uint64_t i;
 
-		memset(decoded, 0, sizeof(decoded));
-		if (pool_start(&p, NULL, threads, window, NULL, NULL))
+		if (p == NULL) {
+			bad++;
 			break;
-		for (i = 0; pool_has_room(p); i++) {
-			snprintf(name, sizeof(name), "%d/%llu/slow", PIECE / 2,
-				 (unsigned long long)i);
-			c.path = c.key = name;
-			if (pool_submit(p, &c))
-				break;
 		}
 		(void)pool_wait(p, 0, &piece);
 		for (i = 0; i < window; i++)
