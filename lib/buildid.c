@@ -213,7 +213,8 @@ static void program_name(long pid, char *name, size_t n)
 
 struct readers_check {
 	const char *const *names;
-	long pid;  /* the first reader that failed */
+	long pid;  /* the last reader checked: the one that failed */
+	unsigned n; /* readers checked */
 	int err;   /* why it failed */
 };
 
@@ -224,6 +225,8 @@ static int check_reader(long pid, void *arg)
 	struct readers_check *c = arg;
 	int e = buildid_check_pid(pid);
 
+	c->pid = pid;
+	c->n++;
 	if (e == 0 && c->names) {
 		char name[256];
 		size_t i;
@@ -237,22 +240,8 @@ static int check_reader(long pid, void *arg)
 	}
 	if (e == 0)
 		return 0;
-	c->pid = pid;
 	c->err = e;
 	return 1;
-}
-
-struct one_reader {
-	long pid;
-	unsigned n;
-};
-
-static int note_reader(long pid, void *arg)
-{
-	struct one_reader *o = arg;
-
-	o->pid = pid;
-	return ++o->n > 1; /* a second one: stop */
 }
 
 void buildid_pid_name(long pid, char *buf, size_t n)
@@ -263,21 +252,8 @@ void buildid_pid_name(long pid, char *buf, size_t n)
 	snprintf(buf, n, "%s, pid %ld", name, pid);
 }
 
-int buildid_pipe_reader_name(int fd, char *buf, size_t n)
-{
-	struct one_reader o = { 0 };
-
-	if (n == 0)
-		return 0;
-	buf[0] = '\0';
-	if (xio_pipe_readers(fd, note_reader, &o) < 0 || o.n != 1)
-		return 0;
-	buildid_pid_name(o.pid, buf, n);
-	return 1;
-}
-
 int buildid_pipe_readers(int fd, const char *const names[], char *why,
-			 size_t n)
+			 size_t n, long *one)
 {
 	struct readers_check c = { .names = names };
 	char name[256];
@@ -285,9 +261,13 @@ int buildid_pipe_readers(int fd, const char *const names[], char *why,
 
 	if (why == NULL)
 		n = 0;
+	if (one)
+		*one = 0;
 	if (r > 0 && c.err == 0) {
 		if (n)
 			why[0] = '\0';
+		if (one && c.n == 1)
+			*one = c.pid;
 		return 1;
 	}
 	if (n == 0)

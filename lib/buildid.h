@@ -71,17 +71,15 @@ int buildid_check_pid(long pid);
  * "reader pid 123 (recdump) is a melpipe program of another build", "no
  * process reads the pipe". Processes this one may not look into are
  * passed over (xio_pipe_readers()). why may be NULL (n 0); on 1 it is "".
- * Finding the readers walks /proc (about half a millisecond among a
- * hundred processes); checking each, a few microseconds. */
+ * Where one is not NULL, *one is the pid of the pipe's one reader on 1,
+ * 0 otherwise (or when several read it). Finding the readers walks /proc
+ * (about half a millisecond among a hundred processes); checking each,
+ * a few microseconds. */
 int buildid_pipe_readers(int fd, const char *const names[], char *why,
-			 size_t n);
+			 size_t n, long *one);
 
 /* Process pid as "NAME, pid N" into buf (n > 0 bytes), NAME the file
  * it runs (or "?"), for a message that names the stage after this one. */
 void buildid_pid_name(long pid, char *buf, size_t n);
-/* The pipe fd's one reader so named: 1, or 0 (buf "") when no process,
- * or more than one, holds the pipe's read end, or /proc cannot tell.
- * Walks /proc as buildid_pipe_readers() does. */
-int buildid_pipe_reader_name(int fd, char *buf, size_t n);
 
 #endif

@@ -252,7 +252,7 @@ pid_t shm_pipe_reader(int fd, int check_build, char *why, size_t n)
 	int e;
 
 	if (check_build &&
-	    buildid_pipe_readers(fd, rec_suite_progs, why, n) != 1)
+	    buildid_pipe_readers(fd, rec_suite_progs, why, n, NULL) != 1)
 		return 0;
 	e = xio_pipe_readers(fd, count_reader, &c);
 	if (e < 0) {

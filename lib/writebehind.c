@@ -120,6 +120,7 @@ static int wb_zero_copy(struct writebehind *wb)
 {
 	uint64_t k = wb->nlong++;
 	char why[sizeof(wb->zc_why)];
+	long reader;
 
 	if (wb->zc_on || wb->zc == 0)
 		return wb->zc_on;
@@ -129,12 +130,12 @@ static int wb_zero_copy(struct writebehind *wb)
 		return 0;
 	wb->zc_checks++;
 	wb->zc_on = buildid_pipe_readers(wb->fd, rec_suite_progs, why,
-					 sizeof(why)) == 1;
+					 sizeof(why), &reader) == 1;
 	wb_set_why(wb, why);
-	if (wb->zc_on) {
+	if (reader) {
 		char name[sizeof(wb->reader)];
 
-		buildid_pipe_reader_name(wb->fd, name, sizeof(name));
+		buildid_pid_name(reader, name, sizeof(name));
 		pthread_mutex_lock(&wb->mu);
 		memcpy(wb->reader, name, sizeof(name));
 		pthread_mutex_unlock(&wb->mu);

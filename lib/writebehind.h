@@ -72,7 +72,7 @@ int wb_status(struct writebehind *wb, uint64_t *spliced);
 void wb_zc_why(struct writebehind *wb, char *buf, size_t n);
 
 /* The pipe's one reader, "NAME, pid N", as found when its check for
- * vmsplice passed (buildid_pipe_reader_name()), into buf[n]; "" when
+ * vmsplice passed (buildid_pipe_readers()), into buf[n]; "" when
  * none passed. */
 void wb_reader(struct writebehind *wb, char *buf, size_t n);
 

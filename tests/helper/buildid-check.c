@@ -95,7 +95,7 @@ static int readers(char **names)
 		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 	ok = buildid_pipe_readers(STDOUT_FILENO,
 				  names[0] ? (const char *const *)names : NULL,
-				  why, sizeof(why));
+				  why, sizeof(why), NULL);
 	fprintf(stderr, "readers: %s\n", ok ? "of this build" : why);
 	return copy_rest(buf, sizeof(buf)) < 0 || !ok;
 }
@@ -114,7 +114,8 @@ static int timing(long n, const char *target)
 		else if (strncmp(target, "pipe:", 5) == 0)
 			e = buildid_pipe_readers((int)strtol(target + 5, NULL,
 							     10),
-						 NULL, why, sizeof(why)) ? 0
+						 NULL, why, sizeof(why),
+						 NULL) ? 0
 			    : -1;
 		else
 			e = check_file(target);
