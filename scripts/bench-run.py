@@ -173,6 +173,7 @@ class Tools:
         # in shared memory where they can (the rows with the pipes set
         # MELPIPE_SHM=0 themselves)
         self.env.pop("MELPIPE_SHM", None)
+        self.env.pop("MELPIPE_GPUMEL_DETACH", None)
         libs = a.libs or os.environ.get("MELPIPE_LIBS")
         paths = []
         if libs:
@@ -505,8 +506,11 @@ def pipeline_rss(t, runner, data, out, rss_dir, tag):
         p = os.path.join(rss_dir, f"rss.{n}")
         if os.path.exists(p):
             os.unlink(p)
+    # gpumel in one process, so that its memory is that process's (by
+    # default the work is in a child that the wrapper would not see)
+    env = dict(t.env, MELPIPE_GPUMEL_DETACH="off")
     dt = runner.run(f"pipeline-rss-{tag}",
-                    pipeline_cmd(t, data["dir"], out, rss_dir), t.env,
+                    pipeline_cmd(t, data["dir"], out, rss_dir), env,
                     check_out=out)
     check_h5(t.job, out, data, f"pipeline ({tag} clips)")
     got = {n: read_rss(os.path.join(rss_dir, f"rss.{n}"))

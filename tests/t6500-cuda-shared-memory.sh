@@ -55,6 +55,23 @@ test_expect_success 'windows by reference: by DMA, the same features as inline' 
 	$CMP same shm.rec off.rec
 '
 
+# tools/gpumel/detach.h: on a GPU (auto), or forced (the mock), the child
+# gives the rings back and lets the waiting process end before it lets
+# the GPU go; the features are the same
+test_expect_success 'detached: the rings given back, the same features' '
+	mode=on &&
+	if test_have_prereq GPU; then mode=auto; fi &&
+	segment --len 4000 --hop 4000 in.rec |
+		MELPIPE_GPUMEL_DETACH=$mode $G -v $GO >det.rec 2>det.err &&
+	test_grep "$DMA" det.err &&
+	test_grep "^gpumel: exit: output complete; gpumel ends now" det.err &&
+	$CMP same det.rec off.rec &&
+	segment --len 4000 --hop 4000 in.rec |
+		MELPIPE_GPUMEL_DETACH=off $G -v $GO >one.rec 2>one.err &&
+	! grep "exit:" one.err &&
+	$CMP same one.rec off.rec
+'
+
 # a ring of 1 MiB holds less than one of gpumel's batches (8 MiB): a
 # batch is passed on once it holds a quarter of the ring, so that segment,
 # waiting for room, never waits on a batch that waits for its records

@@ -24,6 +24,15 @@ static int is_one_of(const char *s, const char *const *words)
 	return 0;
 }
 
+int prog_env_word(const char *s)
+{
+	if (is_one_of(s, words_on))
+		return 1;
+	if (is_one_of(s, words_off))
+		return 0;
+	return -1;
+}
+
 /*
  * The environment variable name as a switch: 1 for on (1, yes, true), 0
  * for off (0, no, false), any case; 1 too when it is unset or empty (every
@@ -35,11 +44,10 @@ static int is_one_of(const char *s, const char *const *words)
 static int env_switch(const char *name, const char *extra, const char *give)
 {
 	const char *e = getenv(name);
+	int w = e && *e ? prog_env_word(e) : 1;
 
-	if (e == NULL || *e == '\0' || is_one_of(e, words_on))
-		return 1;
-	if (is_one_of(e, words_off))
-		return 0;
+	if (w >= 0)
+		return w;
 	if (extra && strcasecmp(e, extra) == 0)
 		return 2;
 	prog_usage_error("%s=%s: not a value it takes: give %s", name, e,
@@ -78,9 +86,9 @@ uint64_t prog_shm_bytes(void)
 	return (uint64_t)mb << 20;
 }
 
-void prog_usage_env(FILE *f)
+void prog_usage_env(FILE *f, const char *own)
 {
-	fprintf(f,
+	fputs(
 "Environment:\n"
 "  MELPIPE_SHM         between two stages of this build on one host, the\n"
 "                      samples travel in shared memory and the pipe\n"
@@ -99,7 +107,10 @@ void prog_usage_env(FILE *f)
 "  MELPIPE_ZERO_COPY   on (the default; or 1, yes, true): a stage that\n"
 "                      writes a stream hands its pages to a pipe read by\n"
 "                      a stage of this build (vmsplice); off (or 0, no,\n"
-"                      false): it copies them (write)\n"
+"                      false): it copies them (write)\n", f);
+	if (own)
+		fputs(own, f);
+	fprintf(f,
 "  The words are taken in any case; another value is a usage error.\n"
 "  formats/record.md (Shared memory) and docs/design.md say more\n"
 "  (%s).\n"

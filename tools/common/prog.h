@@ -137,6 +137,11 @@ size_t prog_cpus(void);
  * unset or empty is the default. Another value is a usage error naming
  * the variable, the value and what to give (exit(EXIT_USAGE)). */
 
+/* A switch's word as above: 1 for on, yes, true or 1, 0 for off, no,
+ * false or 0 (any case), -1 for anything else. For a program's own
+ * variables (gpumel's MELPIPE_GPUMEL_DETACH). */
+int prog_env_word(const char *s);
+
 /* The rec_writer_opts.zero_copy a stage asks for, from
  * MELPIPE_ZERO_COPY: 1 (the default: vmsplice into a pipe read by this
  * suite's programs) or 0 (off: to compare, or to rule it out). */
@@ -154,9 +159,10 @@ int prog_shm(void);
 uint64_t prog_shm_bytes(void);
 
 /* The "Environment:" section of every stage's --help, the three
- * variables above, their values and defaults, to f; a usage() calls it
- * before its "Exit status". */
-void prog_usage_env(FILE *f);
+ * variables above, their values and defaults, then own (a program's own
+ * variables, in the same layout; NULL for none), to f; a usage() calls
+ * it before its "Exit status". */
+void prog_usage_env(FILE *f, const char *own);
 
 /* Whether the output prog_open_output() opened is a pipe or a fifo (0
  * before it is opened): where vmsplice and shared memory may apply. */

@@ -20,6 +20,7 @@
 #include "../common/prog.h"
 #include "backend.h"
 #include "cuda_load.h"
+#include "detach.h"
 #include "gpumel_opts.h"
 #include "loop.h"
 
@@ -360,6 +361,20 @@ static void close_output(struct run *r, const struct options *o)
 		exit(EXIT_FAIL);
 }
 
+/* On success, when detached (detach.h): gives back the rings' slots and
+ * mappings, which the stages upstream and their memory wait for, and
+ * lets the waiting process exit; the GPU is released after. */
+static void run_release(struct run *r, struct detach *d, int status)
+{
+	if (!detach_active(d))
+		return;
+	if (r->lp.hb)
+		loop_unregister(&r->lp);
+	rec_reader_close(r->rd);
+	r->rd = NULL;
+	detach_release(d, status);
+}
+
 static void run_close(struct run *r)
 {
 	/* not while the warm-up thread may be inside the CUDA runtime */
@@ -386,18 +401,22 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	struct run r = { .in_fd = -1, .out_fd = -1 };
+	struct detach d;
 	mel_params p;
 	int ret = EXIT_FAIL;
 
 	prog_init("gpumel");
 	gpumel_parse_args(argc, argv, &o);
 	gpumel_resolve(&o, &p);
+	/* before any thread: the GPU's warm-up starts in open_streams() */
+	detach_start(&d, o.device != DEV_CPU);
 	if (open_streams(&r, &o, &p) < 0 || open_compute(&r, &o, &p) < 0 ||
 	    open_writer(&r, &o, &p, argc, argv) < 0 ||
 	    run_stream(&r, &o, &p) < 0)
 		goto out;
 	close_output(&r, &o);
 	ret = EXIT_OK;
+	run_release(&r, &d, ret);
 out:
 	run_close(&r);
 	return ret;

@@ -167,7 +167,17 @@ static void usage(FILE *f)
 "  -h, --help             show this help and exit\n"
 "  -V, --version          show the version and exit\n"
 "\n", f);
-	prog_usage_env(f);
+	prog_usage_env(f,
+"  MELPIPE_GPUMEL_DETACH\n"
+"                      auto (the default): where gpumel may use a GPU, it\n"
+"                      ends as soon as its output is complete, and a\n"
+"                      process of its own releases the GPU after it (0.1\n"
+"                      s that the shell no longer waits for); on (or 1,\n"
+"                      yes, true): the same with the CPU backend too;\n"
+"                      off (or 0, no, false): one process, which exits\n"
+"                      once the GPU is released. Either way the exit\n"
+"                      status is the work's, and a signal to gpumel's\n"
+"                      pid reaches the work (but SIGSTOP)\n");
 	fputs(
 "Exit status: 0 done (unusable records were reported), 1 failure (bad\n"
 "input stream, write error, parameter that does not suit the stream, no\n"

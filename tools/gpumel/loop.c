@@ -449,12 +449,23 @@ int loop_init(struct loop *lp, size_t n_hb)
 	return 0;
 }
 
+void loop_unregister(struct loop *lp)
+{
+	for (size_t i = 0; lp->hb && i < lp->n_hb; i++)
+		release_holds(&lp->hb[i]);
+	/* before the reader unmaps the rings */
+	for (unsigned i = 0; i < lp->n_reg; i++)
+		if (lp->reg[i].ok)
+			lp->be->host_unregister(lp->be, lp->reg[i].p);
+	lp->n_reg = 0;
+}
+
 void loop_free(struct loop *lp)
 {
 	struct queue *qs[] = { &lp->free_q, &lp->ready_q, &lp->done_q };
 
+	loop_unregister(lp);
 	for (size_t i = 0; lp->hb && i < lp->n_hb; i++) {
-		release_holds(&lp->hb[i]);
 		if (lp->hb[i].allocated)
 			lp->be->batch_free(lp->be, &lp->hb[i].mb);
 		free(lp->hb[i].ent);
@@ -463,11 +474,6 @@ void loop_free(struct loop *lp)
 		free(lp->hb[i].mb.copy);
 		free(lp->hb[i].crc_ent);
 	}
-	/* before the reader unmaps the rings */
-	for (unsigned i = 0; i < lp->n_reg; i++)
-		if (lp->reg[i].ok)
-			lp->be->host_unregister(lp->be, lp->reg[i].p);
-	lp->n_reg = 0;
 	free(lp->hb);
 	free(lp->pad);
 	pieces_free(&lp->pc);

@@ -212,6 +212,10 @@ void pieces_free(struct pieces *pc);
  * caller has filled in p, be, rd, wr, out_size, batch_recs and
  * target_in. */
 int loop_init(struct loop *lp, size_t n_hb);
+/* Gives back every slot of the rings the batches hold and unregisters
+ * the rings from the backend, so that the reader may unmap them; the
+ * batches stay. loop_free() does it too. */
+void loop_unregister(struct loop *lp);
 /* Frees the batches (with the backend) and the queues. */
 void loop_free(struct loop *lp);
 /* Runs the three threads over the whole stream: 0, or -1 after an error

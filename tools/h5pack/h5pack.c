@@ -150,7 +150,7 @@ static void usage(FILE *f)
 "those announced, the rate and the time left; a clip being read counts\n"
 "by its samples, so one long clip shows how far it has come.\n"
 "\n", MAX_DEFAULT_JOBS);
-	prog_usage_env(f);
+	prog_usage_env(f, NULL);
 	fputs(
 "Exit status: 0 written, 1 failure (bad or truncated stream, write error,\n"
 "a stream without a usable clip; no OUT.h5 written), 2 usage error.\n"

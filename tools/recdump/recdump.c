@@ -107,7 +107,7 @@ static void usage(FILE *f)
 "when it does not. -q silences it.\n"
 "\n",
 		prog_name);
-	prog_usage_env(f);
+	prog_usage_env(f, NULL);
 	fputs(
 "Exit status: 0 for a valid stream, 1 for an invalid one or a read error,\n"
 "2 for a bad command line.\n"

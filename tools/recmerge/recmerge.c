@@ -72,7 +72,7 @@ static void usage(FILE *f)
 "  -V, --version      show the version and exit\n"
 "\n",
 		prog_name);
-	prog_usage_env(f);
+	prog_usage_env(f, NULL);
 	fputs(
 "Exit status: 0 merged, 1 failure (shards that do not make up one job, a\n"
 "bad or cut input stream, a write error), 2 usage error.\n"

@@ -126,7 +126,7 @@ static void usage(FILE *f)
 "  -V, --version      show the version and exit\n"
 "\n",
 		prog_name);
-	prog_usage_env(f);
+	prog_usage_env(f, NULL);
 	fputs(
 "Exit status: 0 done (clips too short were reported), 1 failure (bad\n"
 "input stream, write error), 2 usage error.\n"

@@ -227,7 +227,7 @@ static void usage(FILE *f)
 "  -h, --help          this help\n"
 "  -V, --version       the version\n"
 "\n");
-	prog_usage_env(f);
+	prog_usage_env(f, NULL);
 	fprintf(f,
 "Exit status: 0 done (unusable inputs were reported and recorded), 1 a\n"
 "failure (output, --strict, a sample rate mismatch), 2 a usage error.\n"
