@@ -72,6 +72,24 @@ test_expect_success 'a complete run replaces the file; special files as before' 
 	test_no_temp
 '
 
+# The file replaced goes when the new one is in place: its blocks are
+# freed after the folder's sync, through a second name of ours that must
+# not outlive the run; a name of the user's keeps it whole.
+test_expect_success 'a file replaced: its other names keep it, no name of ours left' '
+	for stage in wavcat segment gpumel; do
+		run_$stage rep.rec 2>/dev/null &&
+		cp rep.rec rep.first &&
+		ln rep.rec kept.rec &&
+		run_$stage rep.rec 2>/dev/null &&
+		test "$(stat -c %h kept.rec)" = 1 &&
+		test "$(stat -c %h rep.rec)" = 1 &&
+		cmp kept.rec rep.first &&
+		recdump -q rep.rec &&
+		rm kept.rec rep.first rep.rec &&
+		test_no_temp || return 1
+	done
+'
+
 # interrupt SIG STATUS TARGET CMD...: runs CMD in the background, sends it
 # SIG once its temporary file for TARGET exists, and checks that it died
 # of it (exit STATUS). CMD must not be able to end on its own.
@@ -127,11 +145,14 @@ test_expect_success NOSAN 'wavcat: SIGINT mid-run: no file, no temp' '
 	test_no_temp
 '
 
-# A disk that fails writes (fault-io.so: write(2) and writev(2) to files)
-# or the final sync: exit 1 naming the file, the previous one intact.
+# A disk that fails writes (fault-io.so: write(2) and writev(2) to files),
+# the final sync or the rename: exit 1 naming the file, the previous one
+# intact and no second name of it left (outfile.c keeps it under one
+# while the rename goes).
 for stage in wavcat segment gpumel; do
 	p=$(echo $stage | cut -c1)
-	for fault in MELPIPE_FAULT_WRITE_AFTER=0 MELPIPE_FAULT_FSYNC=1; do
+	for fault in MELPIPE_FAULT_WRITE_AFTER=0 MELPIPE_FAULT_FSYNC=1 \
+		     MELPIPE_FAULT_RENAME=1; do
 		test_expect_success NOSAN "$stage: EIO ($fault): no file" '
 			test_expect_code 1 with_fault '$fault' \
 				run_'$stage' new.rec 2>err &&

@@ -12,9 +12,10 @@
  *   MELPIPE_FAULT_FSYNC=1         fsync(2) fails
  *   MELPIPE_FAULT_VMSPLICE=1      vmsplice(2) fails with EINVAL, as where
  *                                 a sandbox or kernel does not have it
+ *   MELPIPE_FAULT_RENAME=1        rename(2) fails with EIO
  *
  * Only pwrite (what HDF5's sec2 driver writes with), write and writev
- * (the record writer's), fsync and vmsplice are wrapped; everything else
+ * (the record writer's), fsync, vmsplice and rename are wrapped; everything else
  * goes straight to the C library. A test helper,
  * never installed; not for sanitizer builds (their runtime must load
  * first).
@@ -27,6 +28,7 @@
 #include <fcntl.h>
 #include <sys/uio.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -129,4 +131,16 @@ ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned flags)
 	}
 	*(void **)&real = dlsym(RTLD_NEXT, "vmsplice");
 	return real(fd, iov, n, flags);
+}
+
+int rename(const char *from, const char *to)
+{
+	int (*real)(const char *, const char *);
+
+	if (limit("MELPIPE_FAULT_RENAME") == 1) {
+		errno = EIO;
+		return -1;
+	}
+	*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	return real(from, to);
 }
