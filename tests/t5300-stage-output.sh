@@ -72,10 +72,9 @@ test_expect_success 'a complete run replaces the file; special files as before' 
 	test_no_temp
 '
 
-# The file replaced goes when the new one is in place: its blocks are
-# freed after the folder's sync, through a second name of ours that must
-# not outlive the run; a name of the user's keeps it whole.
-test_expect_success 'a file replaced: its other names keep it, no name of ours left' '
+# A rename replaces the name only: another name of the file replaced
+# keeps it whole.
+test_expect_success 'a file replaced: its other names keep it' '
 	for stage in wavcat segment gpumel; do
 		run_$stage rep.rec 2>/dev/null &&
 		cp rep.rec rep.first &&
@@ -147,8 +146,7 @@ test_expect_success NOSAN 'wavcat: SIGINT mid-run: no file, no temp' '
 
 # A disk that fails writes (fault-io.so: write(2) and writev(2) to files),
 # the final sync or the rename: exit 1 naming the file, the previous one
-# intact and no second name of it left (outfile.c keeps it under one
-# while the rename goes).
+# intact, no temporary file left.
 for stage in wavcat segment gpumel; do
 	p=$(echo $stage | cut -c1)
 	for fault in MELPIPE_FAULT_WRITE_AFTER=0 MELPIPE_FAULT_FSYNC=1 \

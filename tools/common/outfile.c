@@ -25,8 +25,6 @@ static struct {
 	char dir[PATH_MAX];    /* target's folder */
 	char base[NAME_MAX + 1];
 	char tmp[PATH_MAX];    /* the temporary file */
-	char aside[PATH_MAX];  /* the file replaced, under a name of ours
-				  until the new one's name is on the disk */
 	int fd;                /* our descriptor of it, for fsync */
 	int dir_fd;
 	int no_clobber;
@@ -36,9 +34,6 @@ static struct {
 /* Whether out.tmp names a file of ours that the signal handler must
  * remove. Changed only with the signals blocked. */
 static volatile sig_atomic_t have_temp;
-/* Whether out.aside names a link of ours to the file replaced; the same
- * rules. */
-static volatile sig_atomic_t have_aside;
 
 static void on_signal(int sig)
 {
@@ -46,8 +41,6 @@ static void on_signal(int sig)
 
 	if (have_temp)
 		unlink(out.tmp);
-	if (have_aside)
-		unlink(out.aside);
 	signal(sig, SIG_DFL);
 	raise(sig);
 	errno = saved;
@@ -283,52 +276,11 @@ int outfile_fd(void)
 	return out.fd;
 }
 
-/*
- * Keeps the file the target names (if any) under a second name of ours
- * until the new file's name is on the disk, so that its blocks are freed
- * by the unlink after the folder's sync (drop_aside()) and not inside it:
- * on ext4 a file's blocks are freed at the journal commit that the
- * folder's fsync forces, which took 0.09-0.25 s for a dataset of
- * 0.27-0.84 GB on a disk mounted with discard (docs/BENCHMARKS.md). The
- * name is the temporary file's with another suffix: a run killed before
- * it removes it leaves a file the next run's remove_stale_temps() takes
- * away. Best effort: where the link cannot be made (no such target, a
- * file system without hard links, the name taken) the rename frees the
- * old file as before. Called with the signals blocked.
- */
-static void keep_aside(void)
-{
-	size_t n = strlen(out.tmp);
-
-	if (n < 6 || n >= sizeof(out.aside))
-		return;
-	memcpy(out.aside, out.tmp, n + 1);
-	/* a suffix that differs from the temporary file's in every place */
-	for (size_t i = n - 6; i < n; i++)
-		out.aside[i] = out.aside[i] == 'a' ? 'b' : 'a';
-	have_aside = link(out.target, out.aside) == 0;
-}
-
-/* Removes the second name of the file replaced, if there is one. */
-static void drop_aside(void)
-{
-	sigset_t old;
-
-	block_signals(&old);
-	if (have_aside && unlink(out.aside) != 0)
-		prog_warn("unable to remove '%s', the file '%s' named before: "
-			  "%s", out.aside, out.target, strerror(errno));
-	have_aside = 0;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-}
-
 /* Gives the synced temporary file the target's name. */
 static int put_in_place(void)
 {
-	if (!out.no_clobber) {
-		keep_aside();
+	if (!out.no_clobber)
 		return rename(out.tmp, out.target);
-	}
 	/* link() refuses an existing target, atomically */
 	if (link(out.tmp, out.target) != 0)
 		return -1;
@@ -366,7 +318,6 @@ int outfile_commit(void)
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		drop_aside();
 		outfile_abort();
 		return -1;
 	}
@@ -375,7 +326,6 @@ int outfile_commit(void)
 			 strerror(errno));
 		err = -1;
 	}
-	drop_aside();
 	close(out.fd);
 	close(out.dir_fd);
 	out.fd = out.dir_fd = -1;

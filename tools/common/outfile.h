@@ -44,10 +44,8 @@ void outfile_writeback(void);
 
 /* Once the output is complete (and a library writing it by name has
  * closed it): syncs it, gives it the target's name (replacing a previous
- * file in one rename) and syncs the folder; a file replaced is kept under
- * a hidden name of ours until then and unlinked after, so that freeing
- * its blocks is not part of the folder's sync. On failure the temporary
- * file is removed. */
+ * file in one rename) and syncs the folder. On failure the temporary file
+ * is removed. */
 int outfile_commit(void);
 
 /* Removes the temporary file; the target is untouched. Safe to call when
