@@ -102,12 +102,9 @@ def q(s):
 
 
 def settle():
-    """Before each timed run: the writes of what ran before (a previous
-    round's output replaced or removed, the data made) go to the disk
-    now, so that no run's final fsync pays for another's: on ext4 a
-    file's blocks are freed at the next journal commit, which the next
-    fsync forces (0.1-0.25 s for a dataset of 0.27-0.84 GB, measured on
-    an H200 host whose disk is mounted with discard)."""
+    """Before each timed run: the writes of what ran before (the data
+    made, an anchor's file, a previous round's output) go to the disk
+    now, so that no run's final fsync (h5pack's) waits on another's."""
     os.sync()
 
 
