@@ -15,7 +15,10 @@
  * card itself is untouched: the error dies with the process.
  *
  * A detached thread does the work and writes one line to stderr, which
- * the tests check to know that the fault happened:
+ * the tests check to know that the fault happened. A program that forks
+ * to work in its child (gpumel, tools/gpumel/detach.h) takes the trap
+ * along: the child gets a thread that fires at the same moment, and the
+ * parent's stays quiet.
  *
  *   gpu-trap: trap kernel launched at 1000 ms on device 0: unspecified
  *   launch failure (CUresult 719)
@@ -84,6 +87,8 @@ struct cu {
 static struct timespec t_start;
 static long trap_ms;
 static int trap_dev;
+/* Set in a parent once it has forked: the trap went with the child. */
+static _Atomic int forked;
 
 static long ms_since_start(void)
 {
@@ -172,15 +177,20 @@ static int trap_prepare(const struct cu *cu, CUfunction *f)
 /* The context is never released: it is gpumel's too, and broken anyway. */
 static void *trap_main(void *arg)
 {
-	struct timespec d = { trap_ms / 1000, trap_ms % 1000 * 1000000 };
 	struct cu cu;
 	CUfunction f;
 	CUresult e;
-	long at;
+	long at, left;
 
 	(void)arg;
-	while (nanosleep(&d, &d) < 0 && errno == EINTR)
-		;
+	/* TRAP_MS after the program's start, in a child forked since too */
+	while ((left = trap_ms - ms_since_start()) > 0) {
+		struct timespec d = { left / 1000, left % 1000 * 1000000 };
+
+		nanosleep(&d, NULL);
+	}
+	if (forked)
+		return NULL;
 	if (cu_load(&cu) < 0 || trap_prepare(&cu, &f) < 0)
 		return NULL;
 	at = ms_since_start();
@@ -213,19 +223,12 @@ static long env_num(const char *name, long def, long max)
 	return v;
 }
 
-__attribute__((constructor)) static void gpu_trap_init(void)
+static void start_trap(void)
 {
 	pthread_attr_t a;
 	pthread_t t;
 	int err;
 
-	clock_gettime(CLOCK_MONOTONIC, &t_start);
-	if (!getenv("MELPIPE_TEST_GPU_TRAP_MS"))
-		return;
-	trap_ms = env_num("MELPIPE_TEST_GPU_TRAP_MS", 0, 86400000L);
-	trap_dev = (int)env_num("MELPIPE_TEST_GPU_TRAP_DEV", 0, INT_MAX);
-	if (trap_ms < 0 || trap_dev < 0)
-		return;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	err = pthread_create(&t, &a, trap_main, NULL);
@@ -233,4 +236,27 @@ __attribute__((constructor)) static void gpu_trap_init(void)
 	if (err)
 		fprintf(stderr, "gpu-trap: no trap: cannot start its thread: "
 			"%s\n", strerror(err));
+}
+
+static void after_fork_parent(void)
+{
+	forked = 1;
+}
+
+static void after_fork_child(void)
+{
+	start_trap();
+}
+
+__attribute__((constructor)) static void gpu_trap_init(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &t_start);
+	if (!getenv("MELPIPE_TEST_GPU_TRAP_MS"))
+		return;
+	trap_ms = env_num("MELPIPE_TEST_GPU_TRAP_MS", 0, 86400000L);
+	trap_dev = (int)env_num("MELPIPE_TEST_GPU_TRAP_DEV", 0, INT_MAX);
+	if (trap_ms < 0 || trap_dev < 0)
+		return;
+	pthread_atfork(NULL, after_fork_parent, after_fork_child);
+	start_trap();
 }
