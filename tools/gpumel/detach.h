@@ -4,10 +4,10 @@
  *
  * Releasing a CUDA context takes 0.05-0.07 s whatever it holds, freeing
  * the pinned batches 0.02 s more, and an exit that leaves both to the
- * kernel takes as long: gpumel used to exit 0.11-0.14 s after h5pack had
+ * kernel takes as long: gpumel used to exit 0.09-0.14 s after h5pack had
  * put the dataset in place, and the shell waits for every stage of a
- * pipeline (docs/BENCHMARKS.md, "the tail"). So, when gpumel may use the
- * GPU, it forks as its very first step, before any thread: the child does
+ * pipeline (docs/BENCHMARKS.md, "gpumel's exit"). So, when gpumel may use
+ * the GPU, it forks as its very first step, before any thread: the child does
  * all the work; the parent, which the shell waits for, holds nothing (its
  * standard input and output closed at once) and waits for one byte from
  * the child. The child sends it, its exit status, once its output is
