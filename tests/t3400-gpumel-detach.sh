@@ -31,24 +31,59 @@ gone() {
 }
 
 # start_stuck [ARGS]: gpumel detached, with -o out.rec and ARGS, reading a
-# fifo that holds the stream's first 3000 bytes and stays open (fd 3), so
-# that it waits for the rest with its temporary file made; $bg_pid the
-# waiting process, $child the working one.
+# fifo that holds the stream's first 3000 bytes and stays open (fd 3 of
+# this shell, not passed on), so that it waits for the rest with its
+# temporary file made. It runs under run_rc.py, which writes how it ended
+# to rc (its exit status, or minus the signal that ended it): $bg_pid is
+# run_rc.py, $parent the process the shell would wait for, $child the
+# working one.
 start_stuck() {
-	rm -f fifo && mkfifo fifo && exec 3<>fifo &&
+	rm -f fifo rc && mkfifo fifo && exec 3<>fifo &&
 	head -c 3000 in.rec >&3 &&
-	test_start_bg env MELPIPE_GPUMEL_DETACH=on gpumel $SMALL -o out.rec \
-		"$@" fifo 2>bg.err &&
-	i=0 &&
-	until ls -A | grep -q "^\.out\.rec\." && child=$(child_of $bg_pid) &&
-	      [ -n "$child" ]; do
+	$PYTHON run_rc.py rc env MELPIPE_GPUMEL_DETACH=on gpumel $SMALL \
+		-o out.rec "$@" fifo 2>bg.err &
+	bg_pid=$!
+	i=0
+	until ls -A | grep -q "^\.out\.rec\." &&
+	      parent=$(child_of $bg_pid) && [ -n "$parent" ] &&
+	      child=$(child_of $parent) && [ -n "$child" ]; do
 		i=$((i + 1))
 		if [ $i -gt 300 ]; then
-			kill -KILL $bg_pid; wait $bg_pid; return 1
+			echo "gpumel did not start as two processes"
+			kill -KILL $bg_pid $parent $child 2>/dev/null
+			exec 3>&-
+			return 1
 		fi
 		sleep 0.05
 	done
 }
+
+# ended_as WANT: run_rc.py has written WANT to rc (within 10 s); the fifo
+# closed either way, so that nothing waits on it.
+ended_as() {
+	wait $bg_pid
+	exec 3>&-
+	test "$(cat rc)" = "$1" || {
+		echo "gpumel ended as $(cat rc), not $1"
+		return 1
+	}
+}
+
+state_of() {
+	sed 's/.*) \(.\).*/\1/' /proc/"$1"/stat 2>/dev/null
+}
+
+cat >run_rc.py <<'PY'
+import signal, subprocess, sys
+# run_rc.py RC CMD...: runs CMD with SIGINT and SIGQUIT at their default
+# actions and no descriptor above 2; writes its return code to RC
+# (negative: the signal that ended it).
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+rc = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(f"{rc}\n")
+PY
 
 test_expect_success 'make a stream' '
 	$MK --n 12 --len 300:4000 --rate 16000 --seed 3 >in.rec
@@ -68,7 +103,8 @@ test_expect_success 'detached, the output and the exit are those of one process'
 
 test_expect_success '-v says so, naming both processes; off and auto on the CPU do not fork' '
 	MELPIPE_GPUMEL_DETACH=on gpumel -v $SMALL in.rec >/dev/null 2>on.err &&
-	test_grep "^gpumel: exit: output complete; gpumel ends now (pid [0-9]*) and its process [0-9]* releases the GPU after it (MELPIPE_GPUMEL_DETACH=off: before it ends)$" on.err &&
+	test_grep "^gpumel: exit: gpumel (pid [0-9]*) ends when its output is complete, and its process [0-9]* releases the backend (cpu: fftw3f, [0-9]* threads\?) after it (MELPIPE_GPUMEL_DETACH=off: before it ends)$" on.err &&
+	tail -n 1 on.err | grep -q "^gpumel: done 12 clips" &&
 	for v in off OFF 0 no auto ""; do
 		MELPIPE_GPUMEL_DETACH=$v gpumel -v $SMALL in.rec \
 			>/dev/null 2>$v.err &&
@@ -102,13 +138,12 @@ test_expect_success 'the work failing: the same exit, the message once' '
 
 test_expect_success 'the waiting process holds neither pipe; the working one reads' '
 	start_stuck &&
-	test "$(readlink /proc/$bg_pid/fd/0)" = /dev/null &&
-	test "$(readlink /proc/$bg_pid/fd/1)" = /dev/null &&
+	test "$(readlink /proc/$parent/fd/0)" = /dev/null &&
+	test "$(readlink /proc/$parent/fd/1)" = /dev/null &&
 	test "$(readlink /proc/$child/fd/0)" = /dev/null &&
 	ls -l /proc/$child/fd | grep -q "$PWD/fifo" &&
-	kill -TERM $bg_pid &&
-	test_expect_code 143 wait $bg_pid &&
-	exec 3>&- &&
+	kill -TERM $parent &&
+	ended_as -15 &&
 	test ! -d /proc/$child &&
 	test_no_temp
 '
@@ -116,36 +151,125 @@ test_expect_success 'the waiting process holds neither pipe; the working one rea
 # Each signal that ends gpumel, sent to the pid the shell knows: the work
 # ends first (its temporary file removed, the process reaped), then the
 # waiting process, of the same signal.
-for sig in HUP:129 INT:130 QUIT:131 TERM:143; do
-	test_expect_success "SIG${sig%:*} to the waiting process ends the work first" "
+for sig in HUP:1 INT:2 QUIT:3 TERM:15 USR1:10 USR2:12; do
+	test_expect_success "SIG${sig%:*} to the waiting process ends the work first, then it" "
 		start_stuck &&
-		kill -${sig%:*} \$bg_pid &&
-		test_expect_code ${sig#*:} wait \$bg_pid &&
-		exec 3>&- &&
+		kill -${sig%:*} \$parent &&
+		ended_as -${sig#*:} &&
 		test ! -d /proc/\$child &&
 		test ! -e out.rec &&
+		rm -f .out.rec.* &&
 		test_no_temp
 	"
 done
 
+test_expect_success 'SIGTSTP to the waiting process stops both; SIGCONT goes on' '
+	start_stuck &&
+	kill -TSTP $parent &&
+	i=0 &&
+	until [ "$(state_of $parent)" = T ] && [ "$(state_of $child)" = T ]
+	do
+		i=$((i + 1))
+		if [ $i -gt 200 ]; then
+			echo "states: $(state_of $parent) $(state_of $child)"
+			kill -KILL $parent $child; ended_as x; return 1
+		fi
+		sleep 0.05
+	done &&
+	kill -CONT $parent &&
+	i=0 &&
+	until [ "$(state_of $child)" = S ] || [ "$(state_of $child)" = R ]
+	do
+		i=$((i + 1))
+		if [ $i -gt 200 ]; then
+			echo "state: $(state_of $child)"
+			kill -KILL $parent $child; ended_as x; return 1
+		fi
+		sleep 0.05
+	done &&
+	kill -TERM $parent &&
+	ended_as -15
+'
+
 test_expect_success 'SIGKILL to the waiting process: the work ends too' '
 	start_stuck &&
-	kill -KILL $bg_pid &&
-	test_expect_code 137 wait $bg_pid &&
-	exec 3>&- &&
+	kill -KILL $parent &&
+	ended_as -9 &&
 	gone $child &&
-	test ! -e out.rec
+	test ! -e out.rec &&
+	rm -f .out.rec.*
 '
 
 test_expect_success 'the working process killed: the waiting one dies of the same signal' '
-	for sig in KILL:137 SEGV:139 USR1:138; do
+	for sig in KILL:9 SEGV:11 USR1:10; do
 		start_stuck &&
 		kill -${sig%:*} $child &&
-		test_expect_code ${sig#*:} wait $bg_pid &&
-		exec 3>&- &&
+		ended_as -${sig#*:} &&
 		test ! -e out.rec || return 1
 	done &&
 	rm -f .out.rec.*
+'
+
+test_expect_success 'a SIGCHLD ignored by the caller: the status still comes through' '
+	$PYTHON -c "
+import signal, subprocess, sys
+# ignored in gpumel only (through exec), so that this process can wait
+rc = subprocess.call(sys.argv[1:], preexec_fn=lambda:
+                     signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+sys.exit(rc != 1)
+" env MELPIPE_GPUMEL_DETACH=on gpumel $SMALL short.rec >/dev/null 2>ign.err &&
+	test_grep "input ended inside the record" ign.err &&
+	! grep "waiting for process" ign.err
+'
+
+# With standard input and output closed, the status pipe would take
+# their numbers: gpumel would write its stream into it, and the waiting
+# process exit with the stream's first byte.
+test_expect_success 'standard input and output closed: the status pipe keeps clear' '
+	test_expect_code 1 env MELPIPE_GPUMEL_DETACH=off gpumel $SMALL \
+		in.rec <&- >&- 2>closed-off.err &&
+	test_expect_code 1 env MELPIPE_GPUMEL_DETACH=on gpumel $SMALL \
+		in.rec <&- >&- 2>closed-on.err &&
+	test_cmp closed-off.err closed-on.err &&
+	test_grep "unable to write to standard output" closed-on.err
+'
+
+# fault-io.so holds the working process 3 s in its exit (where the GPU's
+# release would be), then marks that it lived through it: the shell and
+# a reader of gpumel's output and errors see it end long before.
+test_expect_success NOSAN 'the caller does not wait for the release; the release is not cut short' '
+	FAULT=$TOP/build/obj/tests/helper/fault-io.so &&
+	test -f "$FAULT" &&
+	rm -f mark &&
+	t0=$(date +%s%N) &&
+	MELPIPE_GPUMEL_DETACH=on LD_PRELOAD=$FAULT \
+		MELPIPE_FAULT_EXIT_DELAY_MS=3000 MELPIPE_FAULT_EXIT_MARK=$PWD/mark \
+		gpumel -q $SMALL in.rec 2>&1 | cat >both.out &&
+	t1=$(date +%s%N) &&
+	cmp both.out one.rec &&
+	test $(((t1 - t0) / 1000000)) -lt 2500 &&
+	test ! -e mark &&
+	i=0 &&
+	until test -e mark; do
+		i=$((i + 1))
+		[ $i -gt 200 ] && { echo "the release was cut short"; return 1; }
+		sleep 0.05
+	done &&
+	rm -f mark &&
+	t0=$(date +%s%N) &&
+	MELPIPE_GPUMEL_DETACH=on LD_PRELOAD=$FAULT \
+		MELPIPE_FAULT_EXIT_DELAY_MS=3000 MELPIPE_FAULT_EXIT_MARK=$PWD/mark \
+		gpumel -q $SMALL in.rec <&- 2>&1 | cat >both-closed.out &&
+	t1=$(date +%s%N) &&
+	cmp both-closed.out one.rec &&
+	test $(((t1 - t0) / 1000000)) -lt 2500 &&
+	t0=$(date +%s%N) &&
+	MELPIPE_GPUMEL_DETACH=off LD_PRELOAD=$FAULT \
+		MELPIPE_FAULT_EXIT_DELAY_MS=3000 \
+		gpumel -q $SMALL in.rec 2>&1 | cat >one-p.out &&
+	t1=$(date +%s%N) &&
+	cmp one-p.out one.rec &&
+	test $(((t1 - t0) / 1000000)) -ge 3000
 '
 
 test_done

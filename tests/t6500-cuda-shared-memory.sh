@@ -64,12 +64,38 @@ test_expect_success 'detached: the rings given back, the same features' '
 	segment --len 4000 --hop 4000 in.rec |
 		MELPIPE_GPUMEL_DETACH=$mode $G -v $GO >det.rec 2>det.err &&
 	test_grep "$DMA" det.err &&
-	test_grep "^gpumel: exit: output complete; gpumel ends now" det.err &&
+	test_grep "^gpumel: exit: gpumel (pid [0-9]*) ends when its output is complete, and its process [0-9]* releases the backend (cuda:" det.err &&
 	$CMP same det.rec off.rec &&
 	segment --len 4000 --hop 4000 in.rec |
 		MELPIPE_GPUMEL_DETACH=off $G -v $GO >one.rec 2>one.err &&
 	! grep "exit:" one.err &&
 	$CMP same one.rec off.rec
+'
+
+# a device that admits one process at a time (exclusive-process compute
+# mode, which the mock can pretend): gpumel ends only once it has let the
+# device go, so that the next process can have it
+test_expect_success 'an exclusive-process device: no early end' '
+	if test -z "$MOCKED"; then
+		say "# (skipped on a real GPU: its mode is not ours to set)"
+		return 0
+	fi &&
+	FAULT=$TOP/build/obj/tests/helper/fault-io.so &&
+	test -f "$FAULT" &&
+	segment --len 4000 --hop 4000 in.rec >win.rec &&
+	t0=$(date +%s%N) &&
+	MELPIPE_MOCK_EXCLUSIVE=1 MELPIPE_GPUMEL_DETACH=on LD_PRELOAD=$FAULT \
+		MELPIPE_FAULT_EXIT_DELAY_MS=2000 $G -v $GO <win.rec \
+		>excl.rec 2>excl.err &&
+	t1=$(date +%s%N) &&
+	test_grep "^gpumel: exit: gpumel (pid [0-9]*) ends once its process [0-9]* has released the backend (cuda:.*), which admits one process at a time$" excl.err &&
+	test $(((t1 - t0) / 1000000)) -ge 2000 &&
+	$CMP same excl.rec off.rec &&
+	t0=$(date +%s%N) &&
+	MELPIPE_GPUMEL_DETACH=on LD_PRELOAD=$FAULT \
+		MELPIPE_FAULT_EXIT_DELAY_MS=2000 $G -q $GO <win.rec >shared.rec &&
+	t1=$(date +%s%N) &&
+	test $(((t1 - t0) / 1000000)) -lt 1500
 '
 
 # a ring of 1 MiB holds less than one of gpumel's batches (8 MiB): a

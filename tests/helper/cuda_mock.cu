@@ -223,8 +223,11 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value,
 					      enum cudaDeviceAttr attr,
 					      int device)
 {
-	(void)attr;
-	*value = 0;
+	/* MELPIPE_MOCK_EXCLUSIVE=1: a device in exclusive-process mode */
+	const char *x = getenv("MELPIPE_MOCK_EXCLUSIVE");
+
+	*value = attr == cudaDevAttrComputeMode && x && !strcmp(x, "1") ?
+		 (int)cudaComputeModeExclusiveProcess : 0;
 	return device < n_devices() ? cudaSuccess :
 				      fail(cudaErrorInvalidDevice);
 }

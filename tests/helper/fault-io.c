@@ -13,9 +13,15 @@
  *   MELPIPE_FAULT_VMSPLICE=1      vmsplice(2) fails with EINVAL, as where
  *                                 a sandbox or kernel does not have it
  *   MELPIPE_FAULT_RENAME=1        rename(2) fails with EIO
+ *   MELPIPE_FAULT_EXIT_DELAY_MS=N the process's exit (exit(3), not
+ *                                 _exit) takes N ms more, as a slow
+ *                                 release of a GPU would; then
+ *   MELPIPE_FAULT_EXIT_MARK=PATH  is created, to show the process lived
+ *                                 through it
  *
  * Only pwrite (what HDF5's sec2 driver writes with), write and writev
- * (the record writer's), fsync, vmsplice and rename are wrapped; everything else
+ * (the record writer's), fsync, vmsplice and rename are wrapped, and the
+ * exit delayed; everything else
  * goes straight to the C library. A test helper,
  * never installed; not for sanitizer builds (their runtime must load
  * first).
@@ -32,6 +38,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 static long limit(const char *name)
@@ -143,4 +150,22 @@ int rename(const char *from, const char *to)
 	}
 	*(void **)&real = dlsym(RTLD_NEXT, "rename");
 	return real(from, to);
+}
+
+__attribute__((destructor)) static void exit_delay(void)
+{
+	long ms = limit("MELPIPE_FAULT_EXIT_DELAY_MS");
+	const char *mark = getenv("MELPIPE_FAULT_EXIT_MARK");
+	struct timespec d;
+	int fd;
+
+	if (ms <= 0 || ms == LONG_MAX) /* unset: no delay */
+		return;
+	d.tv_sec = ms / 1000;
+	d.tv_nsec = ms % 1000 * 1000000;
+	while (nanosleep(&d, &d) < 0 && errno == EINTR)
+		;
+	if (mark && (fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644))
+	    >= 0)
+		close(fd);
 }

@@ -297,6 +297,10 @@ struct mel_backend {
 	 * from by the host). unregister undoes it, before p is unmapped. */
 	int (*host_register)(mel_backend *be, const void *p, size_t len);
 	void (*host_unregister)(mel_backend *be, const void *p);
+	/* 1: the device admits one process at a time (a GPU in
+	 * exclusive-process compute mode), so gpumel must not end before it
+	 * has let it go (detach.h); 0 otherwise. */
+	int exclusive;
 };
 
 /* The CPU backend (FFTW3f, nthreads threads). */

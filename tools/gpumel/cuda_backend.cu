@@ -164,6 +164,7 @@ static int try_device(cu_ctx *c, int d)
 	    check_kernels(c, &prop) < 0)
 		return -1;
 	c->dev = d;
+	c->be->exclusive = mode == cudaComputeModeExclusiveProcess;
 	snprintf(c->be->name, sizeof(c->be->name), "cuda:%d: %.80s (%s)", d,
 		 prop.name, c->fused ? "fused fft" : "cufft");
 	return 0;

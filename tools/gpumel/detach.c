@@ -75,10 +75,11 @@ static _Noreturn void die_of(int sig)
 }
 
 /* The signals the parent passes on to the child: those that end gpumel
- * (the child removes a -o file's temporary name on the first four), and
- * SIGCONT. The parent then ends as the child does, after it. */
+ * (the child removes a -o file's temporary name on the first four) and
+ * SIGCONT, and those that stop it from a terminal, after which the
+ * parent stops too. The parent ends as the child does, after it. */
 static const int passed_on[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
-				 SIGUSR2, SIGCONT };
+				 SIGUSR2, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU };
 static volatile sig_atomic_t child_pid;
 
 static void pass_on(int sig)
@@ -86,7 +87,16 @@ static void pass_on(int sig)
 	int saved = errno;
 
 	kill((pid_t)child_pid, sig);
+	if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+		raise(SIGSTOP);
 	errno = saved;
+}
+
+static void passed_set(sigset_t *s)
+{
+	sigemptyset(s);
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(int); i++)
+		sigaddset(s, passed_on[i]);
 }
 
 /* A signal ignored where gpumel was started (nohup) stays ignored here,
@@ -98,7 +108,7 @@ static void pass_signals_on(pid_t child)
 	child_pid = (sig_atomic_t)child;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = pass_on;
-	sigemptyset(&sa.sa_mask);
+	passed_set(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(passed_on) / sizeof(int); i++)
 		if (sigaction(passed_on[i], NULL, &prev) == 0 &&
 		    prev.sa_handler != SIG_IGN)
@@ -107,20 +117,26 @@ static void pass_signals_on(pid_t child)
 
 /* The parent: holds neither pipe of the stream, passes signals on, waits
  * for the child's status byte, or for the child's end, and ends as the
- * child says. */
-static _Noreturn void wait_child(pid_t child, int fd)
+ * child says. Entered with the signals it passes on blocked (old: the
+ * mask before). */
+static _Noreturn void wait_child(pid_t child, int fd, const sigset_t *old)
 {
 	unsigned char b;
+	sigset_t passed;
 	ssize_t n;
 	int st;
 
 	pass_signals_on(child);
+	sigprocmask(SIG_SETMASK, old, NULL);
 	to_null(1);
 	do
 		n = read(fd, &b, 1);
 	while (n < 0 && errno == EINTR);
 	if (n == 1)
 		_exit(b);
+	/* the child is ending: once reaped, its pid may be another's */
+	passed_set(&passed);
+	sigprocmask(SIG_BLOCK, &passed, NULL);
 	while (waitpid(child, &st, 0) < 0)
 		if (errno != EINTR) {
 			prog_err("waiting for process %ld, which did the "
@@ -132,9 +148,24 @@ static _Noreturn void wait_child(pid_t child, int fd)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_FAIL);
 }
 
+/* fd moved above standard input, output and error (where gpumel was
+ * started with one of them closed, the pipe may have taken its number):
+ * the new descriptor, or -1. */
+static int above_stdio(int fd)
+{
+	int moved;
+
+	if (fd > STDERR_FILENO)
+		return fd;
+	moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	close(fd);
+	return moved;
+}
+
 void detach_start(struct detach *d, int may_gpu)
 {
 	int mode = detach_mode(), fds[2];
+	sigset_t passed, old;
 	pid_t child;
 
 	d->fd = -1;
@@ -145,18 +176,32 @@ void detach_start(struct detach *d, int may_gpu)
 	 * all, as with the variable off */
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return;
+	fds[0] = above_stdio(fds[0]);
+	fds[1] = above_stdio(fds[1]);
+	if (fds[0] < 0 || fds[1] < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	/* a SIGCHLD ignored by whoever started gpumel would reap the child
+	 * before the parent could learn how it ended */
+	signal(SIGCHLD, SIG_DFL);
+	/* no signal in the parent before its handlers pass it on */
+	passed_set(&passed);
+	sigprocmask(SIG_BLOCK, &passed, &old);
 	d->parent = getpid();
 	fflush(NULL);
 	child = fork();
+	if (child > 0) {
+		close(fds[1]);
+		wait_child(child, fds[0], &old);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (child < 0) {
 		close(fds[0]);
 		close(fds[1]);
 		d->parent = 0;
 		return;
-	}
-	if (child > 0) {
-		close(fds[1]);
-		wait_child(child, fds[0]);
 	}
 	close(fds[0]);
 	d->fd = fds[1];
@@ -171,6 +216,22 @@ int detach_active(const struct detach *d)
 	return d->fd >= 0;
 }
 
+void detach_note(const struct detach *d, const char *backend, int wait)
+{
+	if (d->fd < 0)
+		return;
+	if (wait)
+		prog_info("exit: gpumel (pid %ld) ends once its process %ld "
+			  "has released the backend (%s), which admits one "
+			  "process at a time", (long)d->parent,
+			  (long)getpid(), backend);
+	else
+		prog_info("exit: gpumel (pid %ld) ends when its output is "
+			  "complete, and its process %ld releases the backend "
+			  "(%s) after it (%s=off: before it ends)",
+			  (long)d->parent, (long)getpid(), backend, ENV);
+}
+
 void detach_release(struct detach *d, int status)
 {
 	unsigned char b = (unsigned char)status;
@@ -178,9 +239,6 @@ void detach_release(struct detach *d, int status)
 
 	if (d->fd < 0)
 		return;
-	prog_info("exit: output complete; gpumel ends now (pid %ld) and "
-		  "its process %ld releases the GPU after it (%s=off: "
-		  "before it ends)", (long)d->parent, (long)getpid(), ENV);
 	fflush(NULL);
 	to_null(2);
 	/* from here the parent's death is no reason to stop */

@@ -25,12 +25,20 @@
  *   file's temporary name is gone when the parent's end is seen;
  * - a parent killed with SIGKILL takes the child with it: the child gets
  *   SIGTERM (PR_SET_PDEATHSIG);
- * - SIGSTOP cannot be passed on: `kill -STOP` of the parent's pid alone
- *   stops the waiting, not the work (a terminal's Ctrl-Z stops both);
+ * - SIGTSTP, SIGTTIN and SIGTTOU go on too, and the parent then stops;
+ *   SIGSTOP cannot be passed on: `kill -STOP` of the parent's pid alone
+ *   stops the waiting, not the work;
+ * - a SIGCHLD ignored where gpumel was started is set back to its
+ *   default, so that the parent can wait for the child;
+ * - a GPU that admits one process at a time (exclusive-process compute
+ *   mode) gets no early end: the next process could not have it while
+ *   the child still does, so gpumel ends once it has let it go;
  * - before it sends the byte the child points its standard input, output
  *   and error at /dev/null, so that whoever reads gpumel's stderr through
  *   a pipe sees its end with the parent's exit. Nothing printed today
  *   comes after that point: the release of the GPU reports nothing.
+ *   Other descriptors gpumel was started with stay open in the child
+ *   until it ends.
  *
  * MELPIPE_GPUMEL_DETACH says when: auto (the default: when gpumel may use
  * the GPU, --device auto or cuda, and the machine has an NVIDIA device
@@ -62,5 +70,12 @@ void detach_release(struct detach *d, int status);
 
 /* Whether detach_start() forked (and detach_release() has not run). */
 int detach_active(const struct detach *d);
+
+/* With -v, when detached: one line saying which process ends when, and
+ * which releases the backend (its -v name); wait: the backend admits one
+ * process at a time (a GPU in exclusive-process compute mode), so that
+ * gpumel will end only once it is released (the caller then does not
+ * call detach_release()). Before the summary line. */
+void detach_note(const struct detach *d, const char *backend, int wait);
 
 #endif

@@ -132,7 +132,8 @@ static void report_dma(const struct loop *lp)
 			  prog_plural(st->dma, "its CRC", "their CRCs"));
 }
 
-static void report(const struct loop *lp, double t_total)
+static void report(const struct loop *lp, double t_total,
+		   const struct detach *d)
 {
 	const struct stats *st = &lp->st;
 	char in_b[32], out_b[32];
@@ -174,6 +175,7 @@ static void report(const struct loop *lp, double t_total)
 			prog_info("output: features in the stream, not in "
 				  "shared memory: shared memory carries "
 				  "samples only (audio and windows records)");
+		detach_note(d, lp->be->name, lp->be->exclusive);
 	}
 	prog_warn("done %" PRIu64 " %s, skipped %" PRIu64 " (%" PRIu64
 		  " here, %" PRIu64 " from upstream)", st->features,
@@ -317,7 +319,7 @@ static int open_writer(struct run *r, const struct options *o,
 }
 
 static int run_stream(struct run *r, const struct options *o,
-		      const mel_params *p)
+		      const mel_params *p, const struct detach *d)
 {
 	struct loop *lp = &r->lp;
 	double t0 = prog_now();
@@ -340,7 +342,7 @@ static int run_stream(struct run *r, const struct options *o,
 		/* the other threads may still be running: see run_loop() */
 		exit(EXIT_FAIL);
 	}
-	report(lp, prog_now() - t0);
+	report(lp, prog_now() - t0, d);
 	return 0;
 }
 
@@ -363,10 +365,12 @@ static void close_output(struct run *r, const struct options *o)
 
 /* On success, when detached (detach.h): gives back the rings' slots and
  * mappings, which the stages upstream and their memory wait for, and
- * lets the waiting process exit; the GPU is released after. */
+ * lets the waiting process exit; the GPU is released after. Not for a
+ * device that admits one process at a time: the waiting process then
+ * ends with this one, once the device is free for the next. */
 static void run_release(struct run *r, struct detach *d, int status)
 {
-	if (!detach_active(d))
+	if (!detach_active(d) || r->be->exclusive)
 		return;
 	if (r->lp.hb)
 		loop_unregister(&r->lp);
@@ -412,7 +416,7 @@ int main(int argc, char **argv)
 	detach_start(&d, o.device != DEV_CPU);
 	if (open_streams(&r, &o, &p) < 0 || open_compute(&r, &o, &p) < 0 ||
 	    open_writer(&r, &o, &p, argc, argv) < 0 ||
-	    run_stream(&r, &o, &p) < 0)
+	    run_stream(&r, &o, &p, &d) < 0)
 		goto out;
 	close_output(&r, &o);
 	ret = EXIT_OK;
