@@ -17,19 +17,6 @@ child_of() {
 	cat /proc/"$1"/task/*/children 2>/dev/null | tr -d ' '
 }
 
-# gone PID: process PID has ended (gone, or a zombie nobody has reaped
-# yet), within 10 s.
-gone() {
-	i=0
-	while [ -d /proc/"$1" ] &&
-	      [ "$(sed 's/.*) \(.\).*/\1/' /proc/"$1"/stat 2>/dev/null)" != Z ]
-	do
-		i=$((i + 1))
-		[ $i -gt 1000 ] && { echo "process $1 still runs"; return 1; }
-		sleep 0.01
-	done
-}
-
 # start_stuck [ARGS]: gpumel detached, with -o out.rec and ARGS, reading a
 # fifo that holds the stream's first 3000 bytes and stays open (fd 3 of
 # this shell, not passed on), so that it waits for the rest with its
@@ -69,8 +56,28 @@ ended_as() {
 	}
 }
 
+# The state of process $1 (R, S, T, Z...), empty when it is gone.
 state_of() {
 	sed 's/.*) \(.\).*/\1/' /proc/"$1"/stat 2>/dev/null
+}
+
+# until_state PID LETTERS: process PID comes to one of the states LETTERS
+# within 10 s; with Z among them, its being gone (reaped) counts too.
+until_state() {
+	i=0
+	while :; do
+		st=$(state_of "$1")
+		case $st in
+		[$2]) return 0 ;;
+		"") case $2 in *Z*) return 0 ;; esac ;;
+		esac
+		i=$((i + 1))
+		if [ $i -gt 200 ]; then
+			echo "process $1 is in state '$st', not one of $2"
+			return 1
+		fi
+		sleep 0.05
+	done
 }
 
 cat >run_rc.py <<'PY'
@@ -165,29 +172,10 @@ done
 
 test_expect_success 'SIGTSTP to the waiting process stops both; SIGCONT goes on' '
 	start_stuck &&
-	kill -TSTP $parent &&
-	i=0 &&
-	until [ "$(state_of $parent)" = T ] && [ "$(state_of $child)" = T ]
-	do
-		i=$((i + 1))
-		if [ $i -gt 200 ]; then
-			echo "states: $(state_of $parent) $(state_of $child)"
-			kill -KILL $parent $child; ended_as x; return 1
-		fi
-		sleep 0.05
-	done &&
-	kill -CONT $parent &&
-	i=0 &&
-	until [ "$(state_of $child)" = S ] || [ "$(state_of $child)" = R ]
-	do
-		i=$((i + 1))
-		if [ $i -gt 200 ]; then
-			echo "state: $(state_of $child)"
-			kill -KILL $parent $child; ended_as x; return 1
-		fi
-		sleep 0.05
-	done &&
-	kill -TERM $parent &&
+	{ kill -TSTP $parent && until_state $parent T &&
+	  until_state $child T && kill -CONT $parent &&
+	  until_state $child SR && kill -TERM $parent ||
+	  { kill -KILL $parent $child; ended_as x; return 1; }; } &&
 	ended_as -15
 '
 
@@ -195,7 +183,7 @@ test_expect_success 'SIGKILL to the waiting process: the work ends too' '
 	start_stuck &&
 	kill -KILL $parent &&
 	ended_as -9 &&
-	gone $child &&
+	until_state $child Z &&
 	test ! -e out.rec &&
 	rm -f .out.rec.*
 '
