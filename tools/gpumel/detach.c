@@ -76,8 +76,10 @@ static _Noreturn void die_of(int sig)
 
 /* The signals the parent passes on to the child: those that end gpumel
  * (the child removes a -o file's temporary name on the first four) and
- * SIGCONT, and those that stop it from a terminal, after which the
- * parent stops too. The parent ends as the child does, after it. */
+ * SIGCONT; and those that stop it from a terminal, passed on as SIGSTOP
+ * (the kernel drops a SIGTSTP whose action is to stop in a process group
+ * that no terminal's shell controls any more), after which the parent
+ * stops too. The parent ends as the child does, after it. */
 static const int passed_on[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
 				 SIGUSR2, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU };
 static volatile sig_atomic_t child_pid;
@@ -86,9 +88,12 @@ static void pass_on(int sig)
 {
 	int saved = errno;
 
-	kill((pid_t)child_pid, sig);
-	if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+	if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+		kill((pid_t)child_pid, SIGSTOP);
 		raise(SIGSTOP);
+	} else {
+		kill((pid_t)child_pid, sig);
+	}
 	errno = saved;
 }
 

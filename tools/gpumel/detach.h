@@ -25,7 +25,8 @@
  *   file's temporary name is gone when the parent's end is seen;
  * - a parent killed with SIGKILL takes the child with it: the child gets
  *   SIGTERM (PR_SET_PDEATHSIG);
- * - SIGTSTP, SIGTTIN and SIGTTOU go on too, and the parent then stops;
+ * - SIGTSTP, SIGTTIN and SIGTTOU stop the child (as SIGSTOP) and then
+ *   the parent;
  *   SIGSTOP cannot be passed on: `kill -STOP` of the parent's pid alone
  *   stops the waiting, not the work;
  * - a SIGCHLD ignored where gpumel was started is set back to its
