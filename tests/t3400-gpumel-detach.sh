@@ -19,15 +19,8 @@ child_of() {
 
 # until_mark: the file mark appears within 10 s.
 until_mark() {
-	i=0
-	until test -e mark; do
-		i=$((i + 1))
-		if [ $i -gt 200 ]; then
-			echo "no mark: the release was cut short"
-			return 1
-		fi
-		sleep 0.05
-	done
+	test_wait_for test -e mark ||
+	{ echo "no mark: the release was cut short"; return 1; }
 }
 
 # start_stuck [ARGS]: gpumel detached, with -o out.rec and ARGS, reading a
@@ -43,19 +36,20 @@ start_stuck() {
 	$PYTHON run_rc.py rc env MELPIPE_GPUMEL_DETACH=on gpumel $SMALL \
 		-o out.rec "$@" fifo 2>bg.err &
 	bg_pid=$!
-	i=0
-	until ls -A | grep -q "^\.out\.rec\." &&
-	      parent=$(child_of $bg_pid) && [ -n "$parent" ] &&
-	      child=$(child_of $parent) && [ -n "$child" ]; do
-		i=$((i + 1))
-		if [ $i -gt 300 ]; then
-			echo "gpumel did not start as two processes"
-			kill -KILL $bg_pid $parent $child 2>/dev/null
-			exec 3>&-
-			return 1
-		fi
-		sleep 0.05
-	done
+	test_wait_for two_processes || {
+		echo "gpumel did not start as two processes"
+		kill -KILL $bg_pid $parent $child 2>/dev/null
+		exec 3>&-
+		return 1
+	}
+}
+
+# two_processes: gpumel, started by start_stuck, has made its temporary
+# file and forked: $parent and $child set.
+two_processes() {
+	ls -A | grep -q "^\.out\.rec\." &&
+	parent=$(child_of $bg_pid) && [ -n "$parent" ] &&
+	child=$(child_of $parent) && [ -n "$child" ]
 }
 
 # ended_as WANT: run_rc.py has written WANT to rc (within 10 s); the fifo
@@ -74,23 +68,22 @@ state_of() {
 	sed 's/.*) \(.\).*/\1/' /proc/"$1"/stat 2>/dev/null
 }
 
-# until_state PID LETTERS: process PID comes to one of the states LETTERS
-# within 10 s; with Z among them, its being gone (reaped) counts too.
+# in_state PID LETTERS: process PID is in one of the states LETTERS; with
+# Z among them, its being gone (reaped) counts too.
+in_state() {
+	case $(state_of "$1") in
+	[$2]) return 0 ;;
+	"") case $2 in *Z*) return 0 ;; esac ;;
+	esac
+	return 1
+}
+
+# until_state PID LETTERS: in_state within 10 s.
 until_state() {
-	i=0
-	while :; do
-		st=$(state_of "$1")
-		case $st in
-		[$2]) return 0 ;;
-		"") case $2 in *Z*) return 0 ;; esac ;;
-		esac
-		i=$((i + 1))
-		if [ $i -gt 200 ]; then
-			echo "process $1 is in state '$st', not one of $2"
-			return 1
-		fi
-		sleep 0.05
-	done
+	test_wait_for in_state "$1" "$2" || {
+		echo "process $1 is in state '$(state_of "$1")', not one of $2"
+		return 1
+	}
 }
 
 cat >run_rc.py <<'PY'

@@ -95,12 +95,8 @@ test_expect_success 'an exclusive-process device: no early end' '
 		MELPIPE_FAULT_EXIT_DELAY_MS=2000 MELPIPE_FAULT_EXIT_MARK=$PWD/mark \
 		$G -q $GO <win.rec >shared.rec &&
 	test ! -e mark &&
-	i=0 &&
-	until test -e mark; do
-		i=$((i + 1))
-		[ $i -gt 200 ] && { echo "no mark: the release was cut short"; return 1; }
-		sleep 0.05
-	done
+	{ test_wait_for test -e mark ||
+	  { echo "no mark: the release was cut short"; false; }; }
 '
 
 # a ring of 1 MiB holds less than one of gpumel's batches (8 MiB): a

@@ -152,6 +152,17 @@ test_no_temp() {
 	fi
 }
 
+# test_wait_for CMD...: runs CMD (a command or a function) every 0.05 s
+# until it succeeds, 10 s at most; fails when it never did. Uses $tw_i.
+test_wait_for() {
+	tw_i=0
+	until "$@"; do
+		tw_i=$((tw_i + 1))
+		[ $tw_i -gt 200 ] && return 1
+		sleep 0.05
+	done
+}
+
 # test_start_bg CMD...: starts CMD in the background with SIGINT and
 # SIGQUIT at their default actions (a script's background job starts with
 # them ignored); CMD's own pid in $bg_pid, for kill and wait.
