@@ -249,11 +249,17 @@ static int count_reader(long pid, void *arg)
 pid_t shm_pipe_reader(int fd, int check_build, char *why, size_t n)
 {
 	struct reader_count c = { 0 };
+	long one;
 	int e;
 
-	if (check_build &&
-	    buildid_pipe_readers(fd, rec_suite_progs, why, n, NULL) != 1)
-		return 0;
+	if (check_build) {
+		if (buildid_pipe_readers(fd, rec_suite_progs, why, n,
+					 &one) != 1)
+			return 0;
+		if (one) /* the one reader, checked: no second walk */
+			return (pid_t)one;
+		/* several, all of this build: counted below for the why */
+	}
 	e = xio_pipe_readers(fd, count_reader, &c);
 	if (e < 0) {
 		snprintf(why, n, "cannot list the pipe's readers: %s",
