@@ -207,7 +207,7 @@ static int run_order(size_t threads, size_t window, uint64_t n,
 		     unsigned seed)
 {
 	struct pool *p;
-	uint64_t submitted = 0, i, at;
+	uint64_t submitted = 0, i, at, batch = 1;
 	int bad = 0, piece;
 
 	memset(decoded, 0, sizeof(decoded));
@@ -220,11 +220,20 @@ static int run_order(size_t threads, size_t window, uint64_t n,
 		uint64_t len = clip_len(i, &skip);
 		struct job *j;
 
-		while (submitted < n && pool_has_room(p))
-			if (submit(p, submitted++)) {
-				tap_diag("out of memory");
-				bad++;
-			}
+		/* in batches, as wavcat's feed(): once `batch` slots are
+		 * free (or the clips left), then the sleepers woken; the
+		 * batch varies from one slot to the whole window */
+		if (submitted < n &&
+		    pool_room(p) >= (n - submitted < batch ? n - submitted
+							  : batch)) {
+			while (submitted < n && pool_has_room(p))
+				if (submit(p, submitted++)) {
+					tap_diag("out of memory");
+					bad++;
+				}
+			pool_wake(p);
+			batch = 1 + rand_r(&seed) % window;
+		}
 		maybe_nap(&seed, 16, 300); /* the threads run out of clips */
 		at = 0;
 		for (;;) {
@@ -309,6 +318,7 @@ static struct pool *full_pool(size_t threads, size_t window, int len,
 			return NULL;
 		}
 	}
+	pool_wake(p);
 	return p;
 }
 

@@ -44,14 +44,17 @@
  * run. The piece buffer, used by long clips only, is always freed. */
 #define SLOT_KEEP_MAX (16u << 20)
 
-/* Clips waiting for a decoder before the caller wakes a sleeping one,
- * while another decoder is awake (it takes them as it finishes its clip).
- * Waking a thread costs the caller a system call and the thread's CPU an
- * interrupt, microseconds in a virtual machine: done for every clip, it
- * was most of the writing thread's time for short clips. (Waking none
- * while all sleep, until this many wait, was slower: wavcat alone 0.537
- * -> 0.568 s on an H200, docs/BENCHMARKS.md.) */
-#define WAKE_QUEUED 4
+/* Clips handed in for each decoder the caller wakes (pool_wake()): a
+ * decoder awake takes clips until none is left, so one woken for every
+ * few clips keeps the window full, and the caller, whose time bounds the
+ * run, pays for fewer wakes (a system call, and on the GPU hosts' virtual
+ * machines microseconds of it). Woken for each clip as the caller freed
+ * its slot, the decoders cost 23,000-36,000 wakes for 39,563 clips in
+ * the 10-second job on an H200; in batches of a quarter of the window,
+ * 9,400-10,800 (docs/BENCHMARKS.md). And waking none while all sleep,
+ * until this many wait, was slower (wavcat alone 0.537 -> 0.568 s): a
+ * decoder must be woken as soon as clips wait. */
+#define WAKE_CLIPS 4
 
 struct slot {
 	struct job job;
@@ -258,28 +261,49 @@ int pool_has_room(const struct pool *p)
 	       p->window;
 }
 
+size_t pool_room(const struct pool *p)
+{
+	/* Only the caller changes submitted and released. */
+	return p->window -
+	       (size_t)(atomic_load_explicit(&p->submitted,
+					     memory_order_relaxed) -
+			atomic_load_explicit(&p->released,
+					     memory_order_relaxed));
+}
+
 int pool_submit(struct pool *p, const struct clip *c)
 {
 	uint64_t n = atomic_load_explicit(&p->submitted, memory_order_relaxed);
 	struct slot *s = &p->slots[n % p->window];
-	size_t sleeping;
 
 	/* The slot is free: no thread touches it until submitted moves. */
 	if (inputs_keep_clip(c, &s->job.buf, &s->job.cap, &s->job.clip))
 		return -1;
 	atomic_store(&p->submitted, n + 1);
-	/* a decoder that is awake looks at the queue before it sleeps, so
-	 * clips left for it are never forgotten: one asleep is woken when
-	 * all are, or when clips pile up */
-	sleeping = atomic_load(&p->n_waiting);
-	if (sleeping && (sleeping == p->n_workers ||
-			 n + 1 - atomic_load(&p->next) >= WAKE_QUEUED)) {
-		pthread_mutex_lock(&p->lock);
-		pthread_cond_signal(&p->can_take);
-		pthread_mutex_unlock(&p->lock);
-		p->wakes++;
-	}
 	return 0;
+}
+
+void pool_wake(struct pool *p)
+{
+	uint64_t queued = atomic_load(&p->submitted) - atomic_load(&p->next);
+	size_t sleeping = atomic_load(&p->n_waiting);
+	size_t awake = p->n_workers - sleeping;
+	size_t want = (size_t)((queued + WAKE_CLIPS - 1) / WAKE_CLIPS);
+
+	/* A decoder that is awake looks at the queue before it sleeps (it
+	 * counts itself in n_waiting, then reads submitted, which moved
+	 * before n_waiting was read here), so clips left for it are never
+	 * forgotten: the ones awake are counted on for their share. */
+	want = want > awake ? want - awake : 0;
+	if (want > sleeping)
+		want = sleeping;
+	if (want == 0)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t k = 0; k < want; k++)
+		pthread_cond_signal(&p->can_take);
+	pthread_mutex_unlock(&p->lock);
+	p->wakes += want;
 }
 
 /* Whether clip i's slot has a piece ready (*piece 1) or the clip's end

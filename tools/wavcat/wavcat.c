@@ -51,6 +51,7 @@ struct run {
 	uint64_t n_samples;      /* samples written */
 	double t0, t_read, t_resample, t_emit, t_wait, t_write;
 	double t_feed;          /* handing clips to the pool */
+	uint64_t feed_batch;    /* free slots before feed() hands clips in */
 	uint64_t wakes;         /* of a sleeping decoder (pool_wakes()) */
 };
 /* Opens the output: -o FILE or standard output, never a terminal. */
@@ -459,13 +460,23 @@ static int next_own(struct run *r, uint64_t want, struct clip *c)
 }
 
 /* Hands the pool the shard's clips after the last one handed in, while
- * it has room. */
+ * it has room: once a batch's worth of slots is free (or all the clips
+ * left), so that a decoder woken for them finds several (pool.c,
+ * WAKE_CLIPS). Handed in one at a time, as this thread freed each slot,
+ * each clip woke a decoder of its own. Clip `submitted` is always
+ * handed in before the thread waits for it: with none in the pool every
+ * slot is free. */
 static int feed(struct run *r)
 {
-	double t0 = prog_now();
+	uint64_t left = r->n_own - r->submitted;
+	double t0;
 	struct clip c;
 	int got;
 
+	if (left == 0 || pool_room(r->pool) < (left < r->feed_batch ?
+					       left : r->feed_batch))
+		return 0;
+	t0 = prog_now();
 	while (r->submitted < r->n_own && pool_has_room(r->pool)) {
 		got = next_own(r, shard_clip_index(&r->o.shard, r->submitted),
 			       &c);
@@ -483,6 +494,7 @@ static int feed(struct run *r)
 		}
 		r->submitted++;
 	}
+	pool_wake(r->pool);
 	r->t_feed += prog_now() - t0;
 	return 0;
 }
@@ -501,6 +513,7 @@ static int start_decoding(struct run *r)
 		return -1;
 	r->listed = 0;
 	r->cfg.lease_to = &r->lease_w;
+	r->feed_batch = jobs + 1; /* a quarter of the window */
 	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4, annotate, r)) {
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;

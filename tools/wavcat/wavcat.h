@@ -383,10 +383,15 @@ int pool_start(struct pool **out, const struct decode_cfg *cfg,
 	       void *ctx);
 /* Whether clip number `submitted` (the next one) has a free slot. */
 int pool_has_room(const struct pool *p);
+/* How many slots are free: clips that may be submitted now. */
+size_t pool_room(const struct pool *p);
 /* Hands the next clip to the decoders (copied: c's strings may go once
  * this returns). Only when pool_has_room(). Returns 0 or -1 (no
- * memory). */
+ * memory). The decoders asleep see it once pool_wake() runs. */
 int pool_submit(struct pool *p, const struct clip *c);
+/* Wakes sleeping decoders for the clips handed in and not yet taken:
+ * after pool_submit(), once for the clips handed in together. */
+void pool_wake(struct pool *p);
 /* Waits until clip i (submitted) has a piece ready or is decoded, and
  * returns it: with *piece 1, the next piece in job->piece, valid until
  * pool_piece_done(i); with *piece 0, the end of the clip in job->out,
