@@ -266,6 +266,7 @@ void h5out_close(h5out *h)
 		return;
 	/* first: its threads may be compressing from its buffers */
 	chunkpool_stop(h->pool);
+	stats_bg_stop(h);
 	for (int s = 0; s < 4; s++)
 		close_group(&h->groups[s]);
 	table_free(&h->clips);

@@ -132,6 +132,8 @@ struct h5out {
 	uint64_t source_clip;
 	int32_t source_rate, source_channels;
 
+	struct stats_bg *sbg;   /* the statistics thread (h5statsbg.c) */
+	int sbg_failed;         /* it could not be started */
 	struct chunkpool *pool; /* compression threads, or NULL */
 	size_t jobs;            /* its threads */
 	uint64_t n_direct;      /* chunks it compressed, written */
@@ -249,6 +251,18 @@ void stats_frames(h5out *h, struct group *g, const void *p, size_t n,
 		  int sign);
 /* stats_count, stats_sum and stats_sumsq in the group. */
 int stats_write(h5out *h, struct group *g);
+
+/* h5statsbg.c: stats_rows() on a thread of its own, while this one
+ * writes the rows */
+
+/* Starts counting n rows at p (which stay as they are until
+ * stats_rows_end()); counts them here when the thread cannot start. */
+void stats_rows_begin(h5out *h, struct group *g, const void *p,
+		      size_t rows);
+/* Waits until the rows handed to stats_rows_begin() are counted. */
+void stats_rows_end(h5out *h);
+/* Ends the thread (a count under way first). */
+void stats_bg_stop(h5out *h);
 
 /* h5tables.c */
 

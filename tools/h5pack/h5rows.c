@@ -186,13 +186,21 @@ uint64_t group_rows(const h5out *h, const struct group *g)
 
 int write_features(h5out *h, struct group *g, int final)
 {
-	stats_rows(h, g, g->features, g->n);
-	if (h->pool && !final && g->n == g->cap)
+	int err;
+
+	if (h->pool && !final && g->n == g->cap) {
+		stats_rows(h, g, g->features, g->n);
 		return submit_chunk(h, g); /* it names what failed itself */
-	if (append_rows(h, g->d_features, h->ftype, h->rank, g->rows, g->n,
-			g->features))
-		return h5_fail(h, "write rows");
-	return 0;
+	}
+	/* a full chunk's statistics counted while it is written */
+	if (g->n == g->cap)
+		stats_rows_begin(h, g, g->features, g->n);
+	else
+		stats_rows(h, g, g->features, g->n);
+	err = append_rows(h, g->d_features, h->ftype, h->rank, g->rows, g->n,
+			  g->features);
+	stats_rows_end(h);
+	return err ? h5_fail(h, "write rows") : 0;
 }
 
 /* Writes the buffered rows; final: they are the group's last. */
