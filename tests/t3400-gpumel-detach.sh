@@ -116,7 +116,7 @@ test_expect_success 'detached, the output and the exit are those of one process'
 
 test_expect_success '-v says so, naming both processes; off and auto on the CPU do not fork' '
 	MELPIPE_GPUMEL_DETACH=on gpumel -v $SMALL in.rec >/dev/null 2>on.err &&
-	test_grep "^gpumel: exit: gpumel (pid [0-9]*) ends when its output is complete, and its process [0-9]* releases the backend (cpu: fftw3f, [0-9]* threads\?) after it (MELPIPE_GPUMEL_DETACH=off: before it ends)$" on.err &&
+	test_grep "^gpumel: exit: gpumel (pid [0-9]*) ends when its output is complete, and its process [0-9]* releases the backend (cpu: fftw3f, [0-9]* threads\?) after it (with MELPIPE_GPUMEL_DETACH=off, before it ends)$" on.err &&
 	tail -n 1 on.err | grep -q "^gpumel: done 12 clips" &&
 	for v in off OFF 0 no auto ""; do
 		MELPIPE_GPUMEL_DETACH=$v gpumel -v $SMALL in.rec \

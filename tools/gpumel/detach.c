@@ -233,7 +233,7 @@ void detach_note(const struct detach *d, const char *backend, int wait)
 	else
 		prog_info("exit: gpumel (pid %ld) ends when its output is "
 			  "complete, and its process %ld releases the backend "
-			  "(%s) after it (%s=off: before it ends)",
+			  "(%s) after it (with %s=off, before it ends)",
 			  (long)d->parent, (long)getpid(), backend, ENV);
 }
 
