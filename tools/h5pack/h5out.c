@@ -13,9 +13,9 @@
  * worker threads (chunkpool.c) and written as they are with
  * H5Dwrite_chunk(): the library alone would compress them one at a time
  * in this thread. The last, partial chunk of a group and the small
- * per-row columns go through the library's filters. Uncompressed, a full
- * chunk's statistics are counted on a thread of their own while this
- * one writes it (h5statsbg.c).
+ * per-row columns go through the library's filters. A full chunk that
+ * goes through the library has its statistics counted on a thread of
+ * their own while this one writes it (h5statsbg.c).
  *
  * Memory does not grow with the stream: the buffers have fixed sizes, and
  * so do the library's caches (a chunk cache per dataset sized to what it

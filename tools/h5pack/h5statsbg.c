@@ -2,10 +2,11 @@
  * h5statsbg.c - a full chunk's statistics counted on a thread of their
  * own while this thread writes the chunk.
  *
- * Without compression threads, h5pack's thread both counts a chunk's
- * statistics (h5stats.c) and writes it (H5Dwrite: the kernel's copy into
- * the page cache), one after the other, and in the keyword-spotting job
- * that thread bounds the pipeline. Both only read the chunk, so they can
+ * A chunk written through the library (no compression threads, or a
+ * group's last chunk) has its statistics counted (h5stats.c) and is
+ * written (H5Dwrite: the kernel's copy into the page cache) by h5pack's
+ * one writing thread, which bounds a pipeline whose features are many
+ * (the keyword-spotting job's). Both only read the chunk, so they can
  * run at once: stats_rows_begin() hands the chunk to the statistics
  * thread, the write goes on here, and stats_rows_end() waits for the
  * count before the buffer is filled again. One chunk at a time, in the
@@ -14,7 +15,7 @@
  *
  * Nothing else touches a group's statistics between begin and end (its
  * other callers run on this thread, outside that span). When the thread
- * cannot be started the count is made here, as before.
+ * cannot be started the count is made on this thread, in the same order.
  */
 #include <pthread.h>
 #include <stdlib.h>

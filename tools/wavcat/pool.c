@@ -29,8 +29,13 @@
  * counts itself in n_waiting and then reads `submitted`, the caller moves
  * `submitted` and then reads n_waiting; the caller sets caller_waits and
  * then reads `done`, a decoder sets `done` and then reads caller_waits.
- * Whoever sees the other takes the lock to wake it, and the sleeper
- * checks again under that lock before it sleeps, so no wake is lost.
+ * The sleeper checks again under the lock before it sleeps, so a
+ * decoder the caller has seen asleep gets the signal. The caller wakes
+ * decoders for the clips it hands in (pool_wake()), but counts on those
+ * awake for their share, and one of them may be waiting for the caller
+ * to write a piece: what guarantees progress is that before the caller
+ * waits itself it wakes a sleeper for every clip untaken (pool_wait()),
+ * and the decoder of the clip it waits for took it before any later one.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,15 +50,15 @@
 #define SLOT_KEEP_MAX (16u << 20)
 
 /* Clips handed in for each decoder the caller wakes (pool_wake()): a
- * decoder awake takes clips until none is left, so one woken for every
- * few clips keeps the window full, and the caller, whose time bounds the
- * run, pays for fewer wakes (a system call, and on the GPU hosts' virtual
- * machines microseconds of it). Woken for each clip as the caller freed
- * its slot, the decoders cost 23,000-36,000 wakes for 39,563 clips in
- * the 10-second job on an H200; in batches of a quarter of the window,
- * 9,400-10,800 (docs/BENCHMARKS.md). And waking none while all sleep,
- * until this many wait, was slower (wavcat alone 0.537 -> 0.568 s): a
- * decoder must be woken as soon as clips wait. */
+ * decoder awake takes clips until none is left (or its clip's pieces
+ * wait for the caller), so one woken for every few clips keeps the
+ * window full, and the caller, whose time bounds the run, pays for fewer
+ * wakes (a system call, and microseconds of it in a virtual machine).
+ * Woken for each clip as its slot came free, decoders were woken for
+ * nearly every clip, and those wakes were most of the caller's time.
+ * Waking none while all sleep, until this many wait, was slower: a
+ * decoder must be woken as soon as clips wait (docs/BENCHMARKS.md has
+ * what each way measured). */
 #define WAKE_CLIPS 4
 
 struct slot {

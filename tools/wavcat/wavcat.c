@@ -462,10 +462,9 @@ static int next_own(struct run *r, uint64_t want, struct clip *c)
 /* Hands the pool the shard's clips after the last one handed in, while
  * it has room: once a batch's worth of slots is free (or all the clips
  * left), so that a decoder woken for them finds several (pool.c,
- * WAKE_CLIPS). Handed in one at a time, as this thread freed each slot,
- * each clip woke a decoder of its own. Clip `submitted` is always
- * handed in before the thread waits for it: with none in the pool every
- * slot is free. */
+ * WAKE_CLIPS) rather than one a wake. Clip `submitted` is always handed
+ * in before the thread waits for it: with none in the pool every slot
+ * is free, and the window is four batches. */
 static int feed(struct run *r)
 {
 	uint64_t left = r->n_own - r->submitted;
