@@ -91,24 +91,20 @@ struct shift_tables {
 static struct shift_tables big_shift, small_shift;
 static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
 
-/* c advanced over n zero bytes, raw (no inversion), bit by bit: only used
- * to build the tables. */
-static uint32_t zeros_slow(uint32_t c, size_t n)
-{
-	while (n--)
-		for (int i = 0; i < 8; i++)
-			c = (c >> 1) ^ (POLY & (0u - (c & 1)));
-	return c;
-}
+static uint32_t multmodp(uint32_t a, uint32_t b);
+static uint32_t x8nmodp(uint64_t len);
 
 /* Builds t so that zeros(c, n) == t[0][c&255] ^ t[1][c>>8&255] ^ ...,
- * from the images of the 32 basis vectors. */
+ * from the images of the 32 basis vectors: c advanced over n zero bytes
+ * is c x^(8n) mod P, one product each (advancing bit by bit over the
+ * 13 KB of zeros of the four tables would cost every process 4 ms at its
+ * first checksum). */
 static void shift_build(uint32_t t[4][256], size_t n)
 {
-	uint32_t basis[32];
+	uint32_t op = x8nmodp(n), basis[32];
 
 	for (int i = 0; i < 32; i++)
-		basis[i] = zeros_slow(1u << i, n);
+		basis[i] = multmodp(op, 1u << i);
 	for (int k = 0; k < 4; k++)
 		for (unsigned b = 0; b < 256; b++) {
 			uint32_t v = 0;
