@@ -35,18 +35,26 @@ static float widen(int dtype, uint16_t v)
 
 void clamp_range(struct join *j, int dtype, const void *p, size_t n)
 {
+	const unsigned char *b = p;
 	float max = j->max, min = j->min, f[BLOCK];
+	uint16_t h[BLOCK];
 
+	/* p is a record's payload, at any address (h5pack reads them
+	 * unaligned): copied out a block at a time */
 	for (size_t done = 0, k; done < n; done += k) {
 		const float *v = f;
 
 		k = n - done < BLOCK ? n - done : BLOCK;
-		if (dtype == REC_F32)
-			v = (const float *)p + done;
-		else if (dtype == REC_F16)
-			half_to_f32_array(f, (const uint16_t *)p + done, k);
-		else
-			bf16_to_f32_array(f, (const uint16_t *)p + done, k);
+		if (dtype == REC_F32) {
+			memcpy(f, b + done * sizeof(float), k * sizeof(float));
+		} else {
+			memcpy(h, b + done * sizeof(uint16_t),
+			       k * sizeof(uint16_t));
+			if (dtype == REC_F16)
+				half_to_f32_array(f, h, k);
+			else
+				bf16_to_f32_array(f, h, k);
+		}
 		for (size_t i = 0; i < k; i++) {
 			/* NaN takes part in neither, as in gpumel */
 			max = v[i] > max ? v[i] : max;

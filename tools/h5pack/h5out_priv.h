@@ -228,7 +228,8 @@ void join_free(struct join *j);
 
 /* h5clamp.c: the top_db floor of a features item that came in pieces */
 
-/* Widens the range of the item's values by the n values at p. */
+/* Widens the range of the item's values by the n values at p (any
+ * address). */
 void clamp_range(struct join *j, int dtype, const void *p, size_t n);
 /* Raises the n values at p (a row in memory) to the item's floor. */
 void clamp_memory(const h5out *h, const struct join *j, void *p, size_t n);

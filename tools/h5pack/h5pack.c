@@ -723,8 +723,10 @@ out:
 static int run(const struct options *o, int argc, char **argv)
 {
 	const char *in_name = o->input ? o->input : "stdin";
+	/* payloads at any address: h5pack copies them into its chunks
+	 * (h5clamp.c's range, the one typed reader, copies them out) */
 	rec_reader_opts ro = { .name = in_name, .read_ahead = 1,
-			       .shm = prog_shm() };
+			       .unaligned = 1, .shm = prog_shm() };
 	struct h5out_opts ho = { 0 };
 	struct run_stats st = { 0 };
 	struct progress p = { 0 };
