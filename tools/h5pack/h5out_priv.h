@@ -243,6 +243,10 @@ int clamp_ragged(h5out *h, struct group *g, const struct join *j);
 /* Sizes the group's statistics by the row shape (known or not). */
 int stats_alloc(h5out *h, struct group *g);
 void stats_free(struct group *g);
+/* Whether the group's frames are counted here: not when the statistics
+ * come given (a merge adds the shards'), nor before the row shape is
+ * known. */
+int stats_counted(const h5out *h, const struct group *g);
 /* Counts n rows of the group's features as written from p (the fixed
  * layout's rows, or the ragged layout's frames). */
 void stats_rows(h5out *h, struct group *g, const void *p, size_t rows);

@@ -275,11 +275,16 @@ static void add_planar(struct gstats *st, int dtype, const void *p,
 	st->frames += (int64_t)len;
 }
 
+int stats_counted(const h5out *h, const struct group *g)
+{
+	return !h->o.stats_given && g->st.width;
+}
+
 void stats_rows(h5out *h, struct group *g, const void *p, size_t rows)
 {
 	struct gstats *st = &g->st;
 
-	if (h->o.stats_given || !st->width || !rows)
+	if (!stats_counted(h, g) || !rows)
 		return;
 	if (h->o.ragged) { /* rows are frames [width] */
 		add_interleaved(st, h->o.dtype, p, rows, 1);
@@ -297,7 +302,7 @@ void stats_rows(h5out *h, struct group *g, const void *p, size_t rows)
 void stats_frames(h5out *h, struct group *g, const void *p, size_t n,
 		  int sign)
 {
-	if (h->o.stats_given || !g->st.width)
+	if (!stats_counted(h, g))
 		return;
 	add_interleaved(&g->st, h->o.dtype, p, n, sign);
 }

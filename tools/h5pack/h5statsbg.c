@@ -55,6 +55,14 @@ static void *stats_main(void *arg)
 	return NULL;
 }
 
+static void stats_bg_free(struct stats_bg *b)
+{
+	pthread_cond_destroy(&b->done);
+	pthread_cond_destroy(&b->go);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
 /* The thread, started at the first chunk; NULL when it cannot be. */
 static struct stats_bg *stats_bg(h5out *h)
 {
@@ -72,10 +80,7 @@ static struct stats_bg *stats_bg(h5out *h)
 	pthread_cond_init(&b->go, NULL);
 	pthread_cond_init(&b->done, NULL);
 	if (pthread_create(&b->thread, NULL, stats_main, b) != 0) {
-		pthread_cond_destroy(&b->done);
-		pthread_cond_destroy(&b->go);
-		pthread_mutex_destroy(&b->lock);
-		free(b);
+		stats_bg_free(b);
 		h->sbg_failed = 1;
 		return NULL;
 	}
@@ -88,7 +93,7 @@ void stats_rows_begin(h5out *h, struct group *g, const void *p,
 {
 	struct stats_bg *b;
 
-	if (h->o.stats_given || !g->st.width || !rows)
+	if (!stats_counted(h, g) || !rows)
 		return;
 	b = stats_bg(h);
 	if (b == NULL) {
@@ -127,9 +132,6 @@ void stats_bg_stop(h5out *h)
 	pthread_cond_signal(&b->go);
 	pthread_mutex_unlock(&b->lock);
 	pthread_join(b->thread, NULL);
-	pthread_cond_destroy(&b->done);
-	pthread_cond_destroy(&b->go);
-	pthread_mutex_destroy(&b->lock);
-	free(b);
+	stats_bg_free(b);
 	h->sbg = NULL;
 }
