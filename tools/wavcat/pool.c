@@ -258,14 +258,6 @@ fail:
 	return -1;
 }
 
-int pool_has_room(const struct pool *p)
-{
-	/* Only the caller changes submitted and released. */
-	return atomic_load_explicit(&p->submitted, memory_order_relaxed) <
-	       atomic_load_explicit(&p->released, memory_order_relaxed) +
-	       p->window;
-}
-
 size_t pool_room(const struct pool *p)
 {
 	/* Only the caller changes submitted and released. */
@@ -274,6 +266,11 @@ size_t pool_room(const struct pool *p)
 					     memory_order_relaxed) -
 			atomic_load_explicit(&p->released,
 					     memory_order_relaxed));
+}
+
+int pool_has_room(const struct pool *p)
+{
+	return pool_room(p) > 0;
 }
 
 int pool_submit(struct pool *p, const struct clip *c)
