@@ -88,6 +88,26 @@ $(POOL_TSAN_HELPER): $(POOL_TSAN_SRC) tools/wavcat/wavcat.h \
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fsanitize=thread \
 		-pthread -o $@ $(POOL_TSAN_SRC)
 
+# h5pack-tsan: h5pack under ThreadSanitizer, for its threads (the reader's
+# read-ahead, the writing and the statistics threads: h5writebg.c,
+# h5statsbg.c) on whole streams (t4012). The HDF5 library is not
+# instrumented: what is checked is that h5pack's own memory (the groups'
+# buffers and counts, the statistics) changes hands only through the
+# threads' locks.
+H5PACK_TSAN := $(HELPER_DIR)/h5pack-tsan
+H5PACK_TSAN_SRC := $(h5pack_SRC) $(COMMON_SRC) $(LIB_SRC)
+ifeq ($(TSAN_OK),1)
+test-helpers: $(H5PACK_TSAN)
+endif
+
+$(H5PACK_TSAN): $(H5PACK_TSAN_SRC) $(BUILDID_H) \
+		$(wildcard tools/h5pack/*.h tools/common/*.h lib/*.h)
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@ (tsan)"
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) $(PKG_CFLAGS) \
+		-I$(BUILD)/gen -fsanitize=thread -pthread -o $@ \
+		$(H5PACK_TSAN_SRC) $(LIBS_h5pack) $(LIBS_zstd) -lm
+
 tsan-check: $(TSAN_HELPER) $(POOL_TSAN_HELPER)
 	$(Q)TSAN_OPTIONS=halt_on_error=1 $(TSAN_HELPER) threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1 $(POOL_TSAN_HELPER) order 3000

@@ -4,6 +4,12 @@
  * I/O error (a dying disk, a yanked USB stick, a full quota on NFS):
  *
  *   MELPIPE_FAULT_PWRITE_AFTER=N  pwrite(2) calls after the N-th fail
+ *   MELPIPE_FAULT_PWRITE_THREAD=1 only those made on a thread other than
+ *                                 the process's first count and fail
+ *                                 (h5pack's writing thread)
+ *   MELPIPE_FAULT_THREADS_AFTER=N pthread_create(3) calls after the
+ *                                 N-th fail with EAGAIN, as at a
+ *                                 process's thread limit
  *   MELPIPE_FAULT_WRITE_AFTER=N   write(2) and writev(2) calls to regular
  *                                 files after the N-th fail (not to
  *                                 descriptors 0-2: messages still go out)
@@ -20,8 +26,8 @@
  *                                 through it
  *
  * Only pwrite (what HDF5's sec2 driver writes with), write and writev
- * (the record writer's), fsync, vmsplice and rename are wrapped, and the
- * exit delayed; everything else
+ * (the record writer's), fsync, vmsplice, rename and pthread_create are
+ * wrapped, and the exit delayed; everything else
  * goes straight to the C library. A test helper,
  * never installed; not for sanitizer builds (their runtime must load
  * first).
@@ -32,6 +38,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <limits.h>
 #include <stdio.h>
@@ -56,7 +64,10 @@ static ssize_t fault_pwrite(const char *sym, int fd, const void *buf,
 
 	if (after == -2)
 		after = limit("MELPIPE_FAULT_PWRITE_AFTER");
-	if (++count > after) {
+	if (limit("MELPIPE_FAULT_PWRITE_THREAD") == 1 &&
+	    syscall(SYS_gettid) == getpid())
+		; /* the first thread's: not counted */
+	else if (__atomic_add_fetch(&count, 1, __ATOMIC_RELAXED) > after) {
 		errno = EIO;
 		return -1;
 	}
@@ -150,6 +161,20 @@ int rename(const char *from, const char *to)
 	}
 	*(void **)&real = dlsym(RTLD_NEXT, "rename");
 	return real(from, to);
+}
+
+int pthread_create(pthread_t *t, const pthread_attr_t *attr,
+		   void *(*fn)(void *), void *arg)
+{
+	static long count;
+	int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+		    void *);
+
+	if (__atomic_add_fetch(&count, 1, __ATOMIC_RELAXED) >
+	    limit("MELPIPE_FAULT_THREADS_AFTER"))
+		return EAGAIN;
+	*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+	return real(t, attr, fn, arg);
 }
 
 __attribute__((destructor)) static void exit_delay(void)
