@@ -238,6 +238,8 @@ int make_group(h5out *h, int split)
 {
 	struct group *g = &h->groups[split];
 
+	if (write_bg_wait(h))
+		return -1;
 	g->gid = new_group(h, group_names[split]);
 	if (g->gid < 0)
 		return -1;

@@ -13,15 +13,18 @@
  * worker threads (chunkpool.c) and written as they are with
  * H5Dwrite_chunk(): the library alone would compress them one at a time
  * in this thread. The last, partial chunk of a group and the small
- * per-row columns go through the library's filters. A full chunk that
- * goes through the library has its statistics counted on a thread of
- * their own while this one writes it (h5statsbg.c).
+ * per-row columns go through the library's filters. Uncompressed, a
+ * group's full chunk is written with its columns on a thread of its own
+ * while this one fills the next (h5writebg.c); a full chunk that goes
+ * through the library has its statistics counted on another while it is
+ * written (h5statsbg.c).
  *
  * Memory does not grow with the stream: the buffers have fixed sizes, and
  * so do the library's caches (a chunk cache per dataset sized to what it
  * needs, a fixed metadata cache, bounded free lists). What the process
  * holds is a function of the options and the row shape only: about
- * 20 MiB for 1 MiB chunks in four groups, 35 MiB compressed (whose
+ * 21 MiB for 1 MiB chunks in four groups (with the writing thread's
+ * spare chunk of rows), 35 MiB compressed (whose
  * column caches fill up to their size as a group's first chunks fill),
  * plus the compression threads' chunks in flight (16 of 1 MiB, each with
  * its output) and a chunk and a compressor each: 60 MiB in all with 2
@@ -52,6 +55,14 @@ int h5out_add(h5out *h, const rec_item *it)
 			 it->key, it->split);
 		return -1;
 	}
+	/* a row of the fixed layout reaches the library only through
+	 * functions that wait for the writing thread themselves */
+	if (h->wbg_busy &&
+	    (h->o.ragged || h->join.open || rec_item_is_piece(it) ||
+	     (it->type != REC_T_FEATURES && it->type != REC_T_AUDIO &&
+	      it->type != REC_T_FWINDOWS)) &&
+	    write_bg_wait(h))
+		return -1;
 	if (it->type == REC_T_SOURCE)
 		return note_source(h, it);
 	if (it->type == REC_T_SKIPPED)
@@ -100,6 +111,8 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	double t0 = prog_now();
 	int ret = -1;
 
+	if (write_bg_wait(h))
+		goto out;
 	if (h->join.open) { /* the reader refuses such a stream */
 		prog_err("the stream ended inside an item in pieces: not "
 			 "writing '%s'", h->name);
@@ -114,8 +127,9 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 		    (h->o.ragged ? flush_ragged(h, &h->groups[s], 1)
 				 : flush_group(h, &h->groups[s], 1)))
 			goto out;
-	if (drain_chunks(h))
+	if (drain_chunks(h) || write_bg_wait(h))
 		goto out;
+	write_bg_stop(h);
 	h->t_compress = chunkpool_work_time(h->pool);
 	chunkpool_stop(h->pool);
 	h->pool = NULL;
@@ -266,8 +280,9 @@ void h5out_close(h5out *h)
 {
 	if (!h)
 		return;
-	/* first: its threads may be compressing from its buffers */
+	/* first: their threads may be reading its buffers */
 	chunkpool_stop(h->pool);
+	write_bg_stop(h);
 	stats_bg_stop(h);
 	for (int s = 0; s < 4; s++)
 		close_group(&h->groups[s]);
@@ -301,6 +316,11 @@ void h5out_counts(const h5out *h, struct h5out_counts *c)
 double h5out_write_time(const h5out *h)
 {
 	return h->t_write;
+}
+
+double h5out_write_thread_time(const h5out *h)
+{
+	return h->t_bg_write;
 }
 
 double h5out_compress_time(const h5out *h, size_t *threads,

@@ -38,6 +38,9 @@ struct h5out_opts {
 	uint32_t shard_k, shard_n; /* a shard stream (header shard K/N):
 				    only the clip indices K mod N; n 0: a
 				    whole stream */
+	int write_thread;        /* full chunks written on a thread of
+				    their own: nothing else may call the
+				    HDF5 library while h5out is in use */
 	int stats_given;         /* the statistics come from
 				    h5out_add_stats() (a merge), not from
 				    the rows */
@@ -81,6 +84,10 @@ void h5out_counts(const h5out *h, struct h5out_counts *c);
 /* Seconds spent inside the HDF5 library (writing, compressing), and
  * waiting for the compression threads. */
 double h5out_write_time(const h5out *h);
+/* Seconds the writing thread wrote full chunks while the records went
+ * on being taken in (h5out_write_time() counts only the waits for it);
+ * known once h5out_finish() has returned. */
+double h5out_write_thread_time(const h5out *h);
 /* Seconds the compression threads worked, summed over them, how many
  * there were (0 when there were none) and the chunks they compressed. */
 double h5out_compress_time(const h5out *h, size_t *threads,

@@ -4,9 +4,9 @@
  * h5fail.c (the library's errors as messages), h5layout.c (the groups and
  * their datasets), h5rows.c (the rows), h5pieces.c (items in pieces
  * joined into rows), h5clamp.c (their top_db floor), h5stats.c (the
- * groups' statistics) and h5tables.c (the tables and the clip
- * accounting). Nothing outside those files includes
- * it.
+ * groups' statistics), h5statsbg.c (their thread), h5writebg.c (the
+ * rows' writing thread) and h5tables.c (the tables and the clip
+ * accounting). Nothing outside those files includes it.
  */
 #ifndef MELPIPE_H5OUT_PRIV_H
 #define MELPIPE_H5OUT_PRIV_H
@@ -134,6 +134,10 @@ struct h5out {
 
 	struct stats_bg *sbg;   /* the statistics thread (h5statsbg.c) */
 	int sbg_failed;         /* it could not be started */
+	struct write_bg *wbg;   /* the writing thread (h5writebg.c) */
+	int wbg_failed;         /* it could not be started */
+	int wbg_busy;           /* it holds a chunk: the library is its */
+	double t_bg_write;      /* seconds it wrote */
 	struct chunkpool *pool; /* compression threads, or NULL */
 	size_t jobs;            /* its threads */
 	uint64_t n_direct;      /* chunks it compressed, written */
@@ -268,6 +272,25 @@ void stats_rows_begin(h5out *h, struct group *g, const void *p,
 void stats_rows_end(h5out *h);
 /* Ends the thread (a count under way first). */
 void stats_bg_stop(h5out *h);
+
+/* h5writebg.c: a group's full chunk of rows written on a thread of its
+ * own while this one fills the next (the rule on who calls the library
+ * is at the top of h5writebg.c) */
+
+/* Hands the group's full chunk (uncompressed, fixed layout) to the
+ * writing thread, the group's rows moved on: 0. 1: not handed over (not
+ * such a chunk, or no thread): write it here. Call write_bg_wait()
+ * first. */
+int write_bg_start(h5out *h, struct group *g);
+/* Waits until the chunk handed over is written: the library is this
+ * thread's again. -1 with a message when its write failed. */
+int write_bg_wait(h5out *h);
+/* Ends the thread (a chunk handed over is written first). */
+void write_bg_stop(h5out *h);
+/* Whether this thread may call the library now: the writing thread, or
+ * this one with no chunk handed over. 0, said as an internal error,
+ * where the rule above is broken. */
+int write_bg_owner(const h5out *h);
 
 /* h5tables.c */
 

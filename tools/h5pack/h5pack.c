@@ -437,6 +437,7 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 	ho->chunk_bytes = o->chunk_bytes;
 	ho->jobs = o->co.jobs ? o->co.jobs : default_jobs();
 	ho->top_db = ho->kind == REC_T_FEATURES ? header_top_db(hdr) : -1;
+	ho->write_thread = 1; /* nothing but h5out calls the library */
 	return 0;
 }
 
@@ -580,7 +581,8 @@ static void report(const rec_reader *r, const h5out *h, double total,
 	uint64_t chunks;
 	double t_z = h5out_compress_time(h, &jobs, &chunks);
 	double work = total - t_in - t_h5 - t_sync;
-	char threads[128] = "";
+	double t_bg = h5out_write_thread_time(h);
+	char threads[128] = "", beside[64] = "";
 	struct stat sb;
 
 	if (prog_verbosity < 1)
@@ -589,15 +591,19 @@ static void report(const rec_reader *r, const h5out *h, double total,
 		snprintf(threads, sizeof(threads), " (compression threads "
 			 "(%zu): %.2f s, %" PRIu64 " %s)", jobs, t_z,
 			 chunks, prog_plural(chunks, "chunk", "chunks"));
+	if (t_bg > 0)
+		snprintf(beside, sizeof(beside), " (and %.2f s on a writing "
+			 "thread)", t_bg);
 	/* the stream's bytes with each payload at its length, whether it
 	 * came in the pipe or by reference, as the other stages count */
 	prog_info("read %" PRIu64 " %s (%" PRIu64 " bytes), wrote %lld "
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
-		  "%.2f s%s, syncing to the disk %.2f s", rec_reader_count(r),
+		  "%.2f s%s%s, syncing to the disk %.2f s",
+		  rec_reader_count(r),
 		  prog_plural(rec_reader_count(r), "record", "records"),
 		  rec_reader_inline_bytes(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
-		  t_in, work > 0 ? work : 0, t_h5, threads, t_sync);
+		  t_in, work > 0 ? work : 0, t_h5, beside, threads, t_sync);
 	prog_report_shm_in(r);
 }
 

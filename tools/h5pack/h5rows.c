@@ -98,6 +98,8 @@ int append_rows(h5out *h, hid_t d, hid_t mtype, int rank, hsize_t at,
 	hid_t fspace = NO_ID, mspace = NO_ID;
 	int ret = -1;
 
+	if (!write_bg_owner(h))
+		return -1;
 	if (H5Dset_extent(d, dims) < 0)
 		goto out;
 	fspace = H5Dget_space(d);
@@ -206,14 +208,21 @@ int write_features(h5out *h, struct group *g, int final)
 /* Writes the buffered rows; final: they are the group's last. */
 int flush_group(h5out *h, struct group *g, int final)
 {
-	double t0 = prog_now();
+	double t0;
 	hsize_t total = final ? g->rows + g->n + !g->n : 0;
 	int err;
 
+	if (write_bg_wait(h))
+		return -1;
+	t0 = prog_now();
 	if (g->d_features < 0 && make_row_datasets(h, g, total, total))
 		return -1;
 	if (!g->n)
 		return 0;
+	if (!final && write_bg_start(h, g) == 0) {
+		h->t_write += prog_now() - t0;
+		return 0;
+	}
 	if (write_features(h, g, final)) {
 		h->t_write += prog_now() - t0;
 		return -1;

@@ -312,6 +312,8 @@ int h5out_add_stats(h5out *h, int split, uint32_t width, int64_t count,
 {
 	struct gstats *st = &h->groups[split].st;
 
+	if (write_bg_wait(h))
+		return -1;
 	if (!count)
 		return 0;
 	if (!h->has_group[split] || width != st->width)

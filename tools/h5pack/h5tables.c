@@ -207,9 +207,12 @@ static int table_make(h5out *h, struct table *t, int final)
 /* Writes the buffered rows; final: they are the table's last. */
 int table_flush(h5out *h, struct table *t, int final)
 {
-	double t0 = prog_now();
+	double t0;
 	int err = 0;
 
+	if (write_bg_wait(h))
+		return -1;
+	t0 = prog_now();
 	if (t->gid < 0 && table_make(h, t, final))
 		return -1;
 	for (int i = 0; i < t->ncol && t->n && !err; i++)
@@ -314,6 +317,8 @@ static int set_clip_samples(h5out *h, int64_t n)
 		memcpy(c->buf + (at - t->rows) * c->size, &n, sizeof(n));
 		return 0;
 	}
+	if (write_bg_wait(h))
+		return -1;
 	fspace = H5Dget_space(c->d);
 	mspace = H5Screate_simple(1, &one, NULL);
 	if (fspace >= 0 && mspace >= 0 &&
