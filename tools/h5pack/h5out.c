@@ -14,8 +14,8 @@
  * H5Dwrite_chunk(): the library alone would compress them one at a time
  * in this thread. The last, partial chunk of a group and the small
  * per-row columns go through the library's filters. Uncompressed, a
- * group's full chunk is written with its columns on a thread of its own
- * while this one fills the next (h5writebg.c); a full chunk that goes
+ * group's full chunks are written with their columns on a thread of
+ * their own while this one fills the next (h5writebg.c); a full chunk that goes
  * through the library has its statistics counted on another while it is
  * written (h5statsbg.c).
  *
@@ -23,8 +23,8 @@
  * so do the library's caches (a chunk cache per dataset sized to what it
  * needs, a fixed metadata cache, bounded free lists). What the process
  * holds is a function of the options and the row shape only: about
- * 21 MiB for 1 MiB chunks in four groups (with the writing thread's
- * spare chunk of rows), 35 MiB compressed (whose
+ * 24 MiB for 1 MiB chunks in four groups (with the writing thread's
+ * queue of four chunks of rows), 35 MiB compressed (whose
  * column caches fill up to their size as a group's first chunks fill),
  * plus the compression threads' chunks in flight (16 of 1 MiB, each with
  * its output) and a chunk and a compressor each: 60 MiB in all with 2
@@ -55,12 +55,14 @@ int h5out_add(h5out *h, const rec_item *it)
 			 it->key, it->split);
 		return -1;
 	}
-	/* a row of the fixed layout reaches the library only through
-	 * functions that wait for the writing thread themselves */
+	/* items in pieces (and the ragged layout, which the writing thread
+	 * never has) reach the library by many ways; rows, skipped records
+	 * and the clips' rows only through functions that wait for it
+	 * themselves, and a source record not at all: waiting for those
+	 * here would make the thread's writes and the records' copies take
+	 * turns */
 	if (h->wbg_busy &&
-	    (h->o.ragged || h->join.open || rec_item_is_piece(it) ||
-	     (it->type != REC_T_FEATURES && it->type != REC_T_AUDIO &&
-	      it->type != REC_T_FWINDOWS)) &&
+	    (h->o.ragged || h->join.open || rec_item_is_piece(it)) &&
 	    write_bg_wait(h))
 		return -1;
 	if (it->type == REC_T_SOURCE)

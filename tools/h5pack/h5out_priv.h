@@ -277,10 +277,11 @@ void stats_bg_stop(h5out *h);
  * own while this one fills the next (the rule on who calls the library
  * is at the top of h5writebg.c) */
 
-/* Hands the group's full chunk (uncompressed, fixed layout) to the
- * writing thread, the group's rows moved on: 0. 1: not handed over (not
- * such a chunk, or no thread): write it here. Call write_bg_wait()
- * first. */
+/* Hands the group's full chunk (uncompressed, fixed layout, the group's
+ * datasets made) to the writing thread, the group's rows moved on, after
+ * waiting for a free place in its queue: 0. 1: not handed over (not such
+ * a chunk, or no thread): write it here. -1 with a message: a chunk
+ * handed over before failed to be written. */
 int write_bg_start(h5out *h, struct group *g);
 /* Waits until the chunk handed over is written: the library is this
  * thread's again. -1 with a message when its write failed. */

@@ -212,6 +212,10 @@ int flush_group(h5out *h, struct group *g, int final)
 	hsize_t total = final ? g->rows + g->n + !g->n : 0;
 	int err;
 
+	/* a full chunk to the writing thread (it waits for a free place in
+	 * the queue only); else the library is this thread's */
+	if (!final && (err = write_bg_start(h, g)) <= 0)
+		return err;
 	if (write_bg_wait(h))
 		return -1;
 	t0 = prog_now();
@@ -219,10 +223,6 @@ int flush_group(h5out *h, struct group *g, int final)
 		return -1;
 	if (!g->n)
 		return 0;
-	if (!final && write_bg_start(h, g) == 0) {
-		h->t_write += prog_now() - t0;
-		return 0;
-	}
 	if (write_features(h, g, final)) {
 		h->t_write += prog_now() - t0;
 		return -1;

@@ -8,18 +8,19 @@
  * H5Dwrite, which is the kernel's copy into the page cache, and the four
  * per-row columns). A stream of many features, the keyword-spotting
  * job's, is bound by the sum of the two. Here a full chunk (uncompressed,
- * not a group's last) goes to a writing thread with its buffers, the
- * group takes a spare set in their place, and the two overlap. One chunk
- * at a time, in the order filled: the library sees the calls one thread
- * would make, in the same order, so the file is the same.
+ * not a group's last nor its first, which makes its datasets) goes into
+ * the writing thread's queue with its buffers, the group takes the free
+ * place's buffers instead, and the two overlap. The thread writes the
+ * chunks one at a time, in the order filled: the library sees the calls
+ * one thread would make, in the same order, so the file is the same.
  *
- * While a chunk is with the writing thread, that thread owns the HDF5
+ * While chunks are with the writing thread, that thread owns the HDF5
  * library (a library built without thread safety takes one caller at a
  * time), the group's datasets, and the statistics (the chunk's are counted
  * beside its write: h5statsbg.c). This thread calls write_bg_wait() before
  * it calls the library or counts statistics itself: h5out_add() does for
- * every record but a row of the fixed layout, and so do the functions a
- * row's way may reach the library through (make_group(), flush_group(),
+ * an item in pieces, and so do the functions that the other records' way
+ * may reach the library through (make_group(), flush_group(),
  * table_flush(), a clip's n_samples in the file) and h5out_finish(),
  * h5out_add_stats(), h5out_close(); append_rows(), which every write of
  * rows and tables goes through, refuses a call that breaks the rule, as
@@ -28,8 +29,11 @@
  * handed over, and the writing thread reads only the job.
  *
  * A failure on the writing thread is reported by the next
- * write_bg_wait(), with the library's cause. When the thread or the
- * spare buffers cannot be had, the chunk is written here, as before.
+ * write_bg_start() or write_bg_wait(), with the library's cause; the
+ * chunks after it are dropped (the file is not kept). When the thread or
+ * the queue's buffers cannot be had, the chunks are written here, as
+ * before. The queue holds WRITE_DEPTH chunks of rows: 4 MiB with 1 MiB
+ * chunks.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,11 +41,24 @@
 #include "../common/prog.h"
 #include "h5out_priv.h"
 
+/* Chunks handed over and not yet written, at most: with one, the thread
+ * waited, at every chunk, for this one to wake and hand it the next. */
+#define WRITE_DEPTH 4
+
 /* A chunk of rows: the features and the per-row columns. */
 struct rowbuf {
 	unsigned char *features;
 	int32_t *label, *clip, *segment;
 	int64_t *offset;
+};
+
+/* A place in the queue: n rows at row `at` of g, from b. Its buffers
+ * stay with it: handing a chunk over swaps them with the group's. */
+struct job {
+	struct group *g;
+	hsize_t at;
+	size_t n;
+	struct rowbuf b;
 };
 
 /* Set on the writing thread: it owns the library while it writes. */
@@ -51,15 +68,11 @@ struct write_bg {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t go;      /* a job came, or quit */
-	pthread_cond_t done;    /* the job was written */
+	pthread_cond_t done;    /* a job was written */
 	h5out *h;
-	/* the job: n rows at row `at` of g, from b */
-	struct group *g;
-	hsize_t at;
-	size_t n;
-	struct rowbuf b;        /* the job's, else the spare set */
-	int pending;            /* handed over, not yet written */
-	int failed;             /* the job's write failed */
+	struct job q[WRITE_DEPTH]; /* the jobs: pending from head on */
+	unsigned head, pending;
+	int failed;             /* a write failed: the rest are dropped */
 	int quit;
 	double t_write;         /* seconds writing, on the thread */
 };
@@ -89,28 +102,38 @@ static void rowbuf_free(struct rowbuf *b)
 	free(b->offset);
 }
 
+static int rowbuf_alloc(struct rowbuf *b, size_t cap, size_t row_bytes)
+{
+	b->features = malloc(cap * row_bytes);
+	b->label = malloc(cap * sizeof(int32_t));
+	b->clip = malloc(cap * sizeof(int32_t));
+	b->segment = malloc(cap * sizeof(int32_t));
+	b->offset = malloc(cap * sizeof(int64_t));
+	return b->features && b->label && b->clip && b->segment && b->offset
+	       ? 0 : -1;
+}
+
 /* The job's write: the features with their statistics counted beside,
  * then the columns; what write_features() and write_columns() do with a
  * group's own buffers. */
-static int write_job(struct write_bg *w)
+static int write_job(h5out *h, const struct job *j)
 {
-	h5out *h = w->h;
-	struct group *g = w->g;
+	struct group *g = j->g;
 	int err;
 
-	stats_rows_begin(h, g, w->b.features, w->n);
-	err = append_rows(h, g->d_features, h->ftype, h->rank, w->at, w->n,
-			  w->b.features);
+	stats_rows_begin(h, g, j->b.features, j->n);
+	err = append_rows(h, g->d_features, h->ftype, h->rank, j->at, j->n,
+			  j->b.features);
 	stats_rows_end(h);
 	return err ||
-	       append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, w->at, w->n,
-			   w->b.label) ||
-	       append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, w->at, w->n,
-			   w->b.clip) ||
-	       append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, w->at, w->n,
-			   w->b.segment) ||
-	       append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, w->at, w->n,
-			   w->b.offset) ? -1 : 0;
+	       append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, j->at, j->n,
+			   j->b.label) ||
+	       append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, j->at, j->n,
+			   j->b.clip) ||
+	       append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, j->at, j->n,
+			   j->b.segment) ||
+	       append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, j->at, j->n,
+			   j->b.offset) ? -1 : 0;
 }
 
 static void *write_main(void *arg)
@@ -122,20 +145,26 @@ static void *write_main(void *arg)
 	h5_catch_errors();
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
+		const struct job *j;
 		double t0;
-		int err;
+		int err = 0;
 
 		while (!w->pending && !w->quit)
 			pthread_cond_wait(&w->go, &w->lock);
 		if (!w->pending)
 			break;
-		pthread_mutex_unlock(&w->lock);
-		t0 = prog_now();
-		err = write_job(w);
-		pthread_mutex_lock(&w->lock);
-		w->t_write += prog_now() - t0;
-		w->failed = err;
-		w->pending = 0;
+		/* this thread alone touches q[head] until it is popped */
+		j = &w->q[w->head];
+		if (!w->failed) {
+			pthread_mutex_unlock(&w->lock);
+			t0 = prog_now();
+			err = write_job(w->h, j);
+			pthread_mutex_lock(&w->lock);
+			w->t_write += prog_now() - t0;
+		}
+		w->failed |= err;
+		w->head = (w->head + 1) % WRITE_DEPTH;
+		w->pending--;
 		pthread_cond_signal(&w->done);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -144,20 +173,21 @@ static void *write_main(void *arg)
 
 static void write_bg_free(struct write_bg *w)
 {
-	rowbuf_free(&w->b);
+	for (int i = 0; i < WRITE_DEPTH; i++)
+		rowbuf_free(&w->q[i].b);
 	pthread_cond_destroy(&w->done);
 	pthread_cond_destroy(&w->go);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
 
-/* The thread and its spare buffers, sized like g's (every group's are
+/* The thread and the queue's buffers, sized like g's (every group's are
  * alike: a chunk of rows), made at the first full chunk; NULL when they
  * cannot be. */
 static struct write_bg *write_bg(h5out *h, const struct group *g)
 {
 	struct write_bg *w;
-	size_t cap = g->cap;
+	int ok = 1;
 
 	if (h->wbg || h->wbg_failed)
 		return h->wbg;
@@ -166,17 +196,12 @@ static struct write_bg *write_bg(h5out *h, const struct group *g)
 	if (w == NULL)
 		return NULL;
 	w->h = h;
-	w->b.features = malloc(cap * h->row_bytes);
-	w->b.label = malloc(cap * sizeof(int32_t));
-	w->b.clip = malloc(cap * sizeof(int32_t));
-	w->b.segment = malloc(cap * sizeof(int32_t));
-	w->b.offset = malloc(cap * sizeof(int64_t));
+	for (int i = 0; i < WRITE_DEPTH; i++)
+		ok &= rowbuf_alloc(&w->q[i].b, g->cap, h->row_bytes) == 0;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->go, NULL);
 	pthread_cond_init(&w->done, NULL);
-	if (!w->b.features || !w->b.label || !w->b.clip || !w->b.segment ||
-	    !w->b.offset ||
-	    pthread_create(&w->thread, NULL, write_main, w) != 0) {
+	if (!ok || pthread_create(&w->thread, NULL, write_main, w) != 0) {
 		write_bg_free(w);
 		return NULL;
 	}
@@ -188,23 +213,36 @@ static struct write_bg *write_bg(h5out *h, const struct group *g)
 int write_bg_start(h5out *h, struct group *g)
 {
 	struct write_bg *w;
+	struct job *j;
+	double t0;
+	int failed;
 
 	if (h->o.ragged || h->pool || !h->o.write_thread || g->n != g->cap ||
-	    !h->row_bytes)
+	    !h->row_bytes || g->d_features < 0)
 		return 1;
 	w = write_bg(h, g);
 	if (w == NULL)
 		return 1;
+	t0 = prog_now();
 	pthread_mutex_lock(&w->lock);
-	/* (write_bg_wait() came first: no job is pending) */
-	rowbuf_swap(&w->b, g);
-	w->g = g;
-	w->at = g->rows;
-	w->n = g->n;
-	w->pending = 1;
-	h->wbg_busy = 1;
-	pthread_cond_signal(&w->go);
+	while (w->pending == WRITE_DEPTH)
+		pthread_cond_wait(&w->done, &w->lock);
+	failed = w->failed;
+	if (!failed) {
+		/* a free place: its buffers were written, or never used */
+		j = &w->q[(w->head + w->pending) % WRITE_DEPTH];
+		rowbuf_swap(&j->b, g);
+		j->g = g;
+		j->at = g->rows;
+		j->n = g->n;
+		w->pending++;
+		h->wbg_busy = 1;
+		pthread_cond_signal(&w->go);
+	}
 	pthread_mutex_unlock(&w->lock);
+	h->t_write += prog_now() - t0;
+	if (failed)
+		return write_bg_wait(h);
 	g->rows += g->n;
 	g->n = 0;
 	return 0;
@@ -245,7 +283,7 @@ void write_bg_stop(h5out *h)
 	if (w == NULL)
 		return;
 	pthread_mutex_lock(&w->lock);
-	w->quit = 1; /* (a job handed over is written first) */
+	w->quit = 1; /* (the chunks handed over are written first) */
 	pthread_cond_signal(&w->go);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
