@@ -89,6 +89,34 @@ for n in 0 3 40; do
 	'
 done
 
+# h5pack --merge reads its shards with the library on its own thread:
+# it has no writing thread, so every pwrite is the first thread's (with
+# fault-io.so failing any other, it still succeeds).
+test_expect_success 'set up shard files of the features stream' '
+	job=$($PYTHON $TEST_DIRECTORY/py/recmerge_job.py f16.rec) &&
+	for k in 0 1 2; do
+		rec-copy --shard $k/3 --job $job <f16.rec >f16.$k.rec &&
+		h5pack -q -c none --chunk-size 4K -o f16.$k.h5 f16.$k.rec ||
+		exit 1
+	done
+'
+
+test_expect_success 'h5pack --merge: the rows of the whole stream' '
+	h5pack -v --merge -c none --chunk-size 4K -o merged.h5 \
+		f16.0.h5 f16.1.h5 f16.2.h5 2>err &&
+	$PYTHON $TEST_DIRECTORY/py/h5merge_same.py f16.h5 merged.h5 \
+		f16.0.h5 f16.1.h5 f16.2.h5 &&
+	mv merged.h5 merged1.h5
+'
+
+test_expect_success NOSAN 'h5pack --merge with writes off the first thread failing' '
+	env LD_PRELOAD="$FAULT" MELPIPE_FAULT_PWRITE_THREAD=1 \
+		MELPIPE_FAULT_PWRITE_AFTER=0 \
+		h5pack -v --merge -c none --chunk-size 4K -o merged.h5 \
+		f16.0.h5 f16.1.h5 f16.2.h5 2>err &&
+	cmp merged1.h5 merged.h5
+'
+
 # h5pack built with ThreadSanitizer (tests/build.mk): the groups' buffers
 # and counts and the statistics change hands only through the threads'
 # locks. Not in sanitizer builds (TSan and ASan do not mix), nor where the

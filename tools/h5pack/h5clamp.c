@@ -122,10 +122,13 @@ static int clamp_block(h5out *h, struct group *g, const struct join *j,
 		       hsize_t a, hsize_t b)
 {
 	hsize_t start[2] = { a, 0 }, count[2] = { b - a, h->fdim[0] };
-	hid_t fspace = H5Dget_space(g->d_features);
-	hid_t mspace = H5Screate_simple(2, count, NULL);
+	hid_t fspace, mspace;
 	int ret = -1;
 
+	if (!write_bg_owner(h))
+		return -1;
+	fspace = H5Dget_space(g->d_features);
+	mspace = H5Screate_simple(2, count, NULL);
 	if (fspace < 0 || mspace < 0 ||
 	    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count,
 				NULL) < 0 ||

@@ -187,6 +187,8 @@ int make_row_datasets(h5out *h, struct group *g, hsize_t total,
 	hsize_t rows = h->chunk_rows, col = column_chunk(h);
 	size_t cf, c4, c8;
 
+	if (!write_bg_owner(h))
+		return -1;
 	if (total)
 		rows = rows < total ? rows : total;
 	if (items)
@@ -222,9 +224,11 @@ int make_row_datasets(h5out *h, struct group *g, hsize_t total,
 
 hid_t new_group(h5out *h, const char *name)
 {
-	hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-	hid_t g = NO_ID;
+	hid_t gcpl, g = NO_ID;
 
+	if (!write_bg_owner(h))
+		return NO_ID;
+	gcpl = H5Pcreate(H5P_GROUP_CREATE);
 	if (gcpl >= 0 && H5Pset_obj_track_times(gcpl, 0) >= 0)
 		g = H5Gcreate2(h->file, name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
 	if (gcpl >= 0)

@@ -15,9 +15,9 @@
  * in this thread. The last, partial chunk of a group and the small
  * per-row columns go through the library's filters. Uncompressed, a
  * group's full chunks are written with their columns on a thread of
- * their own while this one fills the next (h5writebg.c); a full chunk that goes
- * through the library has its statistics counted on another while it is
- * written (h5statsbg.c).
+ * their own while this one fills the next (h5writebg.c); a full chunk
+ * that goes through the library has its statistics counted on another
+ * while it is written (h5statsbg.c).
  *
  * Memory does not grow with the stream: the buffers have fixed sizes, and
  * so do the library's caches (a chunk cache per dataset sized to what it
@@ -55,16 +55,6 @@ int h5out_add(h5out *h, const rec_item *it)
 			 it->key, it->split);
 		return -1;
 	}
-	/* items in pieces (and the ragged layout, which the writing thread
-	 * never has) reach the library by many ways; rows, skipped records
-	 * and the clips' rows only through functions that wait for it
-	 * themselves, and a source record not at all: waiting for those
-	 * here would make the thread's writes and the records' copies take
-	 * turns */
-	if (h->wbg_busy &&
-	    (h->o.ragged || h->join.open || rec_item_is_piece(it)) &&
-	    write_bg_wait(h))
-		return -1;
 	if (it->type == REC_T_SOURCE)
 		return note_source(h, it);
 	if (it->type == REC_T_SKIPPED)
@@ -110,7 +100,7 @@ static int write_features_attrs(h5out *h)
 
 int h5out_finish(h5out *h, const rec_header *hdr)
 {
-	double t0 = prog_now();
+	double t0 = prog_now(), before = h->t_write;
 	int ret = -1;
 
 	if (write_bg_wait(h))
@@ -154,7 +144,8 @@ int h5out_finish(h5out *h, const rec_header *hdr)
 	h->file = NO_ID;
 	ret = 0;
 out:
-	h->t_write += prog_now() - t0;
+	/* all of it, once (the waits and writes inside count themselves) */
+	h->t_write = before + prog_now() - t0;
 	return ret;
 }
 

@@ -82,7 +82,7 @@ int h5out_finish(h5out *h, const rec_header *hdr);
 void h5out_close(h5out *h);
 void h5out_counts(const h5out *h, struct h5out_counts *c);
 /* Seconds spent inside the HDF5 library (writing, compressing), and
- * waiting for the compression threads. */
+ * waiting for the compression threads or the writing thread. */
 double h5out_write_time(const h5out *h);
 /* Seconds the writing thread wrote full chunks while the records went
  * on being taken in (h5out_write_time() counts only the waits for it);

@@ -136,7 +136,8 @@ struct h5out {
 	int sbg_failed;         /* it could not be started */
 	struct write_bg *wbg;   /* the writing thread (h5writebg.c) */
 	int wbg_failed;         /* it could not be started */
-	int wbg_busy;           /* it holds a chunk: the library is its */
+	int wbg_busy;           /* it holds chunks: the library is its */
+	int wbg_said;           /* its failure was reported */
 	double t_bg_write;      /* seconds it wrote */
 	struct chunkpool *pool; /* compression threads, or NULL */
 	size_t jobs;            /* its threads */
@@ -283,10 +284,12 @@ void stats_bg_stop(h5out *h);
  * a chunk, or no thread): write it here. -1 with a message: a chunk
  * handed over before failed to be written. */
 int write_bg_start(h5out *h, struct group *g);
-/* Waits until the chunk handed over is written: the library is this
- * thread's again. -1 with a message when its write failed. */
+/* Waits until the chunks handed over are written: the library is this
+ * thread's again. -1 when a write failed: with a message the first time
+ * it says so. */
 int write_bg_wait(h5out *h);
-/* Ends the thread (a chunk handed over is written first). */
+/* Ends the thread (the chunks handed over are written first, unless one
+ * failed). */
 void write_bg_stop(h5out *h);
 /* Whether this thread may call the library now: the writing thread, or
  * this one with no chunk handed over. 0, said as an internal error,

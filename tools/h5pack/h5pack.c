@@ -437,7 +437,6 @@ static int stream_settings(const rec_header *hdr, const char *in_name,
 	ho->chunk_bytes = o->chunk_bytes;
 	ho->jobs = o->co.jobs ? o->co.jobs : default_jobs();
 	ho->top_db = ho->kind == REC_T_FEATURES ? header_top_db(hdr) : -1;
-	ho->write_thread = 1; /* nothing but h5out calls the library */
 	return 0;
 }
 
@@ -752,6 +751,9 @@ static int run(const struct options *o, int argc, char **argv)
 	}
 	if (stream_settings(rec_reader_header(r), in_name, o, &ho))
 		goto out;
+	/* nothing but h5out calls the library here (--merge reads the
+	 * shards with it: no writing thread there) */
+	ho.write_thread = 1;
 	hdr = file_header(rec_reader_header(r), argc, argv);
 	if (!hdr || outfile_open(o->co.output, o->no_clobber))
 		goto out;

@@ -18,22 +18,25 @@
  * library (a library built without thread safety takes one caller at a
  * time), the group's datasets, and the statistics (the chunk's are counted
  * beside its write: h5statsbg.c). This thread calls write_bg_wait() before
- * it calls the library or counts statistics itself: h5out_add() does for
- * an item in pieces, and so do the functions that the other records' way
- * may reach the library through (make_group(), flush_group(),
- * table_flush(), a clip's n_samples in the file) and h5out_finish(),
- * h5out_add_stats(), h5out_close(); append_rows(), which every write of
- * rows and tables goes through, refuses a call that breaks the rule, as
- * an internal error (write_bg_owner()). Nothing else changes hands: the
+ * it calls the library or counts statistics itself: the functions a
+ * record's way may reach the library through do (make_group(),
+ * flush_group(), table_flush(), a clip's n_samples in the file), and so
+ * do h5out_finish(),
+ * h5out_add_stats(), h5out_close(). The functions that call the library
+ * on this thread check the rule (write_bg_owner()): append_rows(),
+ * which every write of rows and tables goes through, new_group(),
+ * make_row_datasets(), table_make(), set_clip_samples() and
+ * clamp_block() refuse a call that breaks it, as an internal error.
+ * Nothing else changes hands: the
  * group's count of rows is this thread's, moved on when the chunk is
  * handed over, and the writing thread reads only the job.
  *
  * A failure on the writing thread is reported by the next
- * write_bg_start() or write_bg_wait(), with the library's cause; the
- * chunks after it are dropped (the file is not kept). When the thread or
- * the queue's buffers cannot be had, the chunks are written here, as
- * before. The queue holds WRITE_DEPTH chunks of rows: 4 MiB with 1 MiB
- * chunks.
+ * write_bg_start() or write_bg_wait(), with the library's cause, once;
+ * both fail from then on, and the chunks after it are dropped (the file
+ * is not kept). When the thread or the queue's buffers cannot be had, the
+ * chunks are written on this thread. The queue holds WRITE_DEPTH chunks
+ * of rows: 4 MiB with 1 MiB chunks.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -241,8 +244,10 @@ int write_bg_start(h5out *h, struct group *g)
 	}
 	pthread_mutex_unlock(&w->lock);
 	h->t_write += prog_now() - t0;
-	if (failed)
-		return write_bg_wait(h);
+	if (failed) {
+		write_bg_wait(h); /* (says why) */
+		return -1;
+	}
 	g->rows += g->n;
 	g->n = 0;
 	return 0;
@@ -255,7 +260,7 @@ int write_bg_wait(h5out *h)
 	int failed;
 
 	if (!h->wbg_busy)
-		return 0;
+		return h->wbg_said ? -1 : 0;
 	t0 = prog_now();
 	pthread_mutex_lock(&w->lock);
 	while (w->pending)
@@ -264,7 +269,11 @@ int write_bg_wait(h5out *h)
 	pthread_mutex_unlock(&w->lock);
 	h->wbg_busy = 0;
 	h->t_write += prog_now() - t0;
-	return failed ? h5_fail(h, "write rows") : 0;
+	if (!failed)
+		return 0;
+	/* said once; every later call fails too */
+	h->wbg_said = 1;
+	return h5_fail(h, "write rows");
 }
 
 int write_bg_owner(const h5out *h)
@@ -283,7 +292,8 @@ void write_bg_stop(h5out *h)
 	if (w == NULL)
 		return;
 	pthread_mutex_lock(&w->lock);
-	w->quit = 1; /* (the chunks handed over are written first) */
+	w->quit = 1; /* (the chunks handed over are written first, but
+			after a failure) */
 	pthread_cond_signal(&w->go);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
