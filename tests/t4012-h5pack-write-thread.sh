@@ -16,8 +16,9 @@ H5PACK_TSAN=$TOP/build/obj/tests/helper/h5pack-tsan
 # skipped records, whose writes come between chunks; the same re-cut into
 # pieces (joined rows, a chunk filled by the last piece of an item);
 # f32 rows of 384 bytes; s16 audio rows of 8,000 bytes (a chunk each: a
-# hand-over per row).
-STREAMS="f16 pieces f32 s16"
+# hand-over per row); f16 whose testing group first appears after many
+# chunks went to the thread (its datasets made while others are there).
+STREAMS="f16 pieces f32 s16 late"
 
 test_expect_success 'set up streams: features in three groups, pieces, audio' '
 	$MK --dtype f16 --clips 5000 --rows 1:2 --shape 40,3 --skip 5,77,4500 \
@@ -26,7 +27,9 @@ test_expect_success 'set up streams: features in three groups, pieces, audio' '
 	$MK --dtype f32 --clips 300 --rows 1:6 --shape 32,3 --seed 32 \
 		>f32.rec &&
 	$MK --kind audio --dtype s16 --clips 150 --lengths 4000 --seed 33 \
-		>s16.rec
+		>s16.rec &&
+	$MK --dtype f16 --clips 3000 --rows 1:2 --shape 40,3 --splits hash \
+		--testing-from 2500 --seed 34 >late.rec
 '
 
 # pack S: S.rec into out.h5 with 4K chunks, h5pack -v's lines in S.err.

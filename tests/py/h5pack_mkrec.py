@@ -151,6 +151,8 @@ def make_items(a, rng, nrng):
     for c in range(a.clips):
         lab = rng.randrange(len(labels)) if labels else -1
         split = rng.randrange(1, 4) if a.splits == "hash" else 0
+        if split == 3 and c < a.testing_from:
+            split = 1  # the testing group comes late
         key = (odd_key(c) if a.odd_keys else
                ("%s/clip_%04d.wav" % (labels[lab] if labels else "x",
                                       c)).encode())
@@ -257,6 +259,9 @@ def main():
     p.add_argument("--splits", choices=["none", "hash"], default="hash")
     p.add_argument("--skip", default="", help="clip indices to make "
                    "skipped records")
+    p.add_argument("--testing-from", type=int, default=0,
+                   help="--splits hash: no clip below this index in the "
+                   "testing split (its group appears late)")
     p.add_argument("--bad-shape", type=int, default=-1, help="clip whose "
                    "first record has one frame more")
     p.add_argument("--odd-keys", action="store_true")
