@@ -214,7 +214,8 @@ int flush_group(h5out *h, struct group *g, int final)
 
 	/* a full chunk to the writing thread (it waits for a free place in
 	 * the queue only); else the library is this thread's */
-	if (!final && (err = write_bg_start(h, g)) <= 0)
+	err = final ? 1 : write_bg_start(h, g);
+	if (err <= 0)
 		return err;
 	if (write_bg_wait(h))
 		return -1;
