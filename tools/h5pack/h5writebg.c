@@ -21,15 +21,14 @@
  * it calls the library or counts statistics itself: the functions a
  * record's way may reach the library through do (make_group(),
  * flush_group(), table_flush(), a clip's n_samples in the file), and so
- * do h5out_finish(),
- * h5out_add_stats(), h5out_close(). The functions that call the library
- * on this thread check the rule (write_bg_owner()): append_rows(),
- * which every write of rows and tables goes through, new_group(),
- * make_row_datasets(), table_make(), set_clip_samples() and
- * clamp_block() refuse a call that breaks it, as an internal error.
- * Nothing else changes hands: the
- * group's count of rows is this thread's, moved on when the chunk is
- * handed over, and the writing thread reads only the job.
+ * do h5out_finish(), h5out_add_stats() and h5out_close(). The functions
+ * that call the library on this thread check the rule
+ * (write_bg_owner()): append_rows(), which every write of rows and
+ * tables goes through, new_group(), make_row_datasets(), table_make(),
+ * set_clip_samples() and clamp_block() refuse a call that breaks it, as
+ * an internal error. Nothing else changes hands: the group's count of
+ * rows is this thread's, moved on when the chunk is handed over, and the
+ * writing thread reads only the job.
  *
  * A failure on the writing thread is reported by the next
  * write_bg_start() or write_bg_wait(), with the library's cause, once;
