@@ -201,6 +201,15 @@ int add_fwindows(h5out *h, const rec_item *it);
 /* Appends n rows of label, clip, segment and offset from the buffers at
  * row at; -1 without a message. */
 int write_columns(h5out *h, struct group *g, hsize_t at, hsize_t n);
+/* The same from the columns given (the writing thread's chunk). */
+int append_columns(h5out *h, struct group *g, hsize_t at, hsize_t n,
+		   const int32_t *label, const int32_t *clip,
+		   const int32_t *segment, const int64_t *offset);
+/* Appends n rows of the group's features from p at row at, their
+ * statistics counted (a full chunk's on the statistics thread, while it
+ * is written); -1 without a message. */
+int append_features(h5out *h, struct group *g, hsize_t at, size_t n,
+		    const void *p);
 /* Writes the buffered features rows; a full chunk to the threads when
  * there are some and this is not the group's last write. */
 int write_features(h5out *h, struct group *g, int final);

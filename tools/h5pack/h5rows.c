@@ -169,16 +169,38 @@ static int submit_chunk(h5out *h, struct group *g)
 	return 0;
 }
 
-int write_columns(h5out *h, struct group *g, hsize_t at, hsize_t n)
+int append_columns(h5out *h, struct group *g, hsize_t at, hsize_t n,
+		   const int32_t *label, const int32_t *clip,
+		   const int32_t *segment, const int64_t *offset)
 {
 	return append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, at, n,
-			   g->label) ||
-	       append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, at, n,
-			   g->clip) ||
+			   label) ||
+	       append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, at, n, clip) ||
 	       append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, at, n,
-			   g->segment) ||
+			   segment) ||
 	       append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, at, n,
-			   g->offset) ? -1 : 0;
+			   offset) ? -1 : 0;
+}
+
+int write_columns(h5out *h, struct group *g, hsize_t at, hsize_t n)
+{
+	return append_columns(h, g, at, n, g->label, g->clip, g->segment,
+			      g->offset);
+}
+
+int append_features(h5out *h, struct group *g, hsize_t at, size_t n,
+		    const void *p)
+{
+	int err;
+
+	/* a full chunk's statistics counted while it is written */
+	if (n == g->cap)
+		stats_rows_begin(h, g, p, n);
+	else
+		stats_rows(h, g, p, n);
+	err = append_rows(h, g->d_features, h->ftype, h->rank, at, n, p);
+	stats_rows_end(h);
+	return err;
 }
 
 uint64_t group_rows(const h5out *h, const struct group *g)
@@ -188,21 +210,13 @@ uint64_t group_rows(const h5out *h, const struct group *g)
 
 int write_features(h5out *h, struct group *g, int final)
 {
-	int err;
-
 	if (h->pool && !final && g->n == g->cap) {
 		stats_rows(h, g, g->features, g->n);
 		return submit_chunk(h, g); /* it names what failed itself */
 	}
-	/* a full chunk's statistics counted while it is written */
-	if (g->n == g->cap)
-		stats_rows_begin(h, g, g->features, g->n);
-	else
-		stats_rows(h, g, g->features, g->n);
-	err = append_rows(h, g->d_features, h->ftype, h->rank, g->rows, g->n,
-			  g->features);
-	stats_rows_end(h);
-	return err ? h5_fail(h, "write rows") : 0;
+	if (append_features(h, g, g->rows, g->n, g->features))
+		return h5_fail(h, "write rows");
+	return 0;
 }
 
 /* Writes the buffered rows; final: they are the group's last. */

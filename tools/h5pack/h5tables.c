@@ -191,8 +191,6 @@ static int table_make(h5out *h, struct table *t, int final)
 {
 	hsize_t chunk = TABLE_CHUNK;
 
-	if (!write_bg_owner(h))
-		return -1;
 	if (final && t->rows + t->n < chunk)
 		chunk = t->rows + t->n ? t->rows + t->n : 1;
 	t->gid = new_group(h, t->name);
@@ -319,7 +317,7 @@ static int set_clip_samples(h5out *h, int64_t n)
 		memcpy(c->buf + (at - t->rows) * c->size, &n, sizeof(n));
 		return 0;
 	}
-	if (write_bg_wait(h) || !write_bg_owner(h))
+	if (write_bg_wait(h))
 		return -1;
 	fspace = H5Dget_space(c->d);
 	mspace = H5Screate_simple(1, &one, NULL);

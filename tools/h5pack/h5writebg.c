@@ -24,9 +24,10 @@
  * do h5out_finish(), h5out_add_stats() and h5out_close(). The functions
  * that call the library on this thread check the rule
  * (write_bg_owner()): append_rows(), which every write of rows and
- * tables goes through, new_group(), make_row_datasets(), table_make(),
- * set_clip_samples() and clamp_block() refuse a call that breaks it, as
- * an internal error. Nothing else changes hands: the group's count of
+ * tables goes through, new_group() (every group, a table's too),
+ * make_row_datasets() and clamp_block() refuse a call that breaks it,
+ * as an internal error (set_clip_samples() waits just before its
+ * write). Nothing else changes hands: the group's count of
  * rows is this thread's, moved on when the chunk is handed over, and the
  * writing thread reads only the job.
  *
@@ -115,27 +116,13 @@ static int rowbuf_alloc(struct rowbuf *b, size_t cap, size_t row_bytes)
 	       ? 0 : -1;
 }
 
-/* The job's write: the features with their statistics counted beside,
- * then the columns; what write_features() and write_columns() do with a
- * group's own buffers. */
+/* The job's write: the features (their statistics counted beside),
+ * then the columns, as flush_group() writes a group's own buffers. */
 static int write_job(h5out *h, const struct job *j)
 {
-	struct group *g = j->g;
-	int err;
-
-	stats_rows_begin(h, g, j->b.features, j->n);
-	err = append_rows(h, g->d_features, h->ftype, h->rank, j->at, j->n,
-			  j->b.features);
-	stats_rows_end(h);
-	return err ||
-	       append_rows(h, g->d_label, H5T_NATIVE_INT32, 1, j->at, j->n,
-			   j->b.label) ||
-	       append_rows(h, g->d_clip, H5T_NATIVE_INT32, 1, j->at, j->n,
-			   j->b.clip) ||
-	       append_rows(h, g->d_segment, H5T_NATIVE_INT32, 1, j->at, j->n,
-			   j->b.segment) ||
-	       append_rows(h, g->d_offset, H5T_NATIVE_INT64, 1, j->at, j->n,
-			   j->b.offset) ? -1 : 0;
+	return append_features(h, j->g, j->at, j->n, j->b.features) ||
+	       append_columns(h, j->g, j->at, j->n, j->b.label, j->b.clip,
+			      j->b.segment, j->b.offset) ? -1 : 0;
 }
 
 static void *write_main(void *arg)
