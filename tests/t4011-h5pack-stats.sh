@@ -74,6 +74,47 @@ test_expect_success 'items in pieces over many chunks, raised in the file' '
 	done
 '
 
+# Uncompressed, a full chunk's statistics are counted beside its write;
+# rows [n_mels][n_frames] by up to four threads (half of --jobs), each
+# its own bins (13 here: 3, 3, 3 and 4 of them). Every element type
+# (f32 and bf16 values are summed one by one, s16 and f16 in exact
+# blocks), chunks of a few rows; the sums must be those of one thread to
+# the last bit, for 1, 2 and 4 threads, and for 3 of 4 (fault-io.so
+# refuses the later threads, as at a process's thread limit: reader,
+# three statistics threads, then none).
+FAULT=$TOP/build/obj/tests/helper/fault-io.so
+test_expect_success 'statistics on 1 to 4 threads: the same sums, bit for bit' '
+	for t in f32 f16 bf16; do
+		$MK --dtype $t --clips 40 --rows 1:3 --shape 13,50 \
+			--seed 11 >bins_$t.rec || return 1
+	done &&
+	for t in f32 f16 bf16; do
+		for j in 1 4 8; do
+			h5pack -v -c none --chunk-size 4K -j $j -o b_${t}_$j.h5 \
+				bins_$t.rec 2>err_${t}_$j || return 1
+		done &&
+		env LD_PRELOAD="$FAULT" MELPIPE_FAULT_THREADS_AFTER=4 \
+			h5pack -v -c none --chunk-size 4K -j 8 -o b_${t}_f.h5 \
+			bins_$t.rec 2>err_${t}_f &&
+		test_grep "statistics counted beside on 1 thread," err_${t}_1 &&
+		test_grep "statistics counted beside on 2 threads" err_${t}_4 &&
+		test_grep "statistics counted beside on 4 threads" err_${t}_8 &&
+		test_grep "statistics counted beside on 3 threads" err_${t}_f &&
+		$STATS b_${t}_8.h5 &&
+		"$PYTHON" - b_${t}_1.h5 b_${t}_4.h5 b_${t}_8.h5 b_${t}_f.h5 <<-\PY || return 1
+		import sys, h5py, numpy as np
+		fs = [h5py.File(p, "r") for p in sys.argv[1:]]
+		for g in ("training", "validation", "testing"):
+		    assert fs[0][g]["features"].shape[0] > 6, g
+		    for k in ("stats_count", "stats_sum", "stats_sumsq"):
+		        a = fs[0][g][k][()]
+		        for f in fs[1:]:
+		            b = f[g][k][()]
+		            assert a.tobytes() == b.tobytes(), (f.filename, g, k)
+		PY
+	done
+'
+
 test_expect_success 'empty groups: zero counts, n_mels features' '
 	$MK --clips 2 --shape 8,20 --seed 3 >two.rec &&
 	h5pack -q -o two.h5 two.rec &&

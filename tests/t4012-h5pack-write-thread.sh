@@ -122,7 +122,7 @@ test_expect_success NOSAN 'h5pack --merge with writes off the first thread faili
 
 # h5pack built with ThreadSanitizer (tests/build.mk): the groups' buffers
 # and counts and the statistics change hands only through the threads'
-# locks. Not in sanitizer builds (TSan and ASan do not mix), nor where the
+# locks (-j 8: four statistics threads, each its bins of a chunk). Not in sanitizer builds (TSan and ASan do not mix), nor where the
 # compiler cannot link it.
 test_expect_success NOSAN 'no data race between the threads (ThreadSanitizer)' '
 	if ! test -x "$H5PACK_TSAN"; then
@@ -131,9 +131,10 @@ test_expect_success NOSAN 'no data race between the threads (ThreadSanitizer)' '
 	fi &&
 	for s in $STREAMS; do
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$H5PACK_TSAN" -v \
-			-c none --chunk-size 4K -o t.h5 $s.rec 2>err ||
+			-j 8 -c none --chunk-size 4K -o t.h5 $s.rec 2>err ||
 		{ cat err; exit 1; }
 		test_grep "s on a writing thread" err >/dev/null &&
+		test_grep "beside on 4 threads" err >/dev/null &&
 		rows_of $s t.h5 || exit 1
 	done
 '

@@ -316,6 +316,11 @@ double h5out_write_thread_time(const h5out *h)
 	return h->t_bg_write;
 }
 
+unsigned h5out_stats_threads(const h5out *h)
+{
+	return h->sbg_threads;
+}
+
 double h5out_compress_time(const h5out *h, size_t *threads,
 			   uint64_t *chunks)
 {

@@ -88,6 +88,9 @@ double h5out_write_time(const h5out *h);
  * on being taken in (h5out_write_time() counts only the waits for it);
  * known once h5out_finish() has returned. */
 double h5out_write_thread_time(const h5out *h);
+/* Threads that counted the statistics of chunks beside their writes (0:
+ * none; 1 to 4, by --jobs: h5statsbg.c). */
+unsigned h5out_stats_threads(const h5out *h);
 /* Seconds the compression threads worked, summed over them, how many
  * there were (0 when there were none) and the chunks they compressed. */
 double h5out_compress_time(const h5out *h, size_t *threads,

@@ -134,6 +134,7 @@ struct h5out {
 
 	struct stats_bg *sbg;   /* the statistics thread (h5statsbg.c) */
 	int sbg_failed;         /* it could not be started */
+	unsigned sbg_threads;   /* its threads, once started */
 	struct write_bg *wbg;   /* the writing thread (h5writebg.c) */
 	int wbg_failed;         /* it could not be started */
 	int wbg_busy;           /* it holds chunks: the library is its */
@@ -264,6 +265,14 @@ int stats_counted(const h5out *h, const struct group *g);
 /* Counts n rows of the group's features as written from p (the fixed
  * layout's rows, or the ragged layout's frames). */
 void stats_rows(h5out *h, struct group *g, const void *p, size_t rows);
+/* Whether the group's rows are [n_mels][n_frames] features, whose bins
+ * can be counted apart: stats_rows_bins() for bins [b0, b1) of each of
+ * the rows (any split of the bins gives stats_rows()'s sums, to the last
+ * bit), then stats_rows_counted() once for the rows' frames. */
+int stats_by_bins(const h5out *h, const struct group *g);
+void stats_rows_bins(h5out *h, struct group *g, const void *p, size_t rows,
+		     size_t b0, size_t b1);
+void stats_rows_counted(h5out *h, struct group *g, size_t rows);
 /* Counts (sign 1) or takes out (-1) n frames [frame][width] of a ragged
  * group's features. */
 void stats_frames(h5out *h, struct group *g, const void *p, size_t n,

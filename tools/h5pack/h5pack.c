@@ -137,8 +137,9 @@ static void usage(FILE *f)
 "                        order): write the whole job's dataset from them\n"
 "  -j, --jobs=N          threads compressing chunks (default: the CPUs it\n"
 "                        may use, at most %d; 16 at most are used, fewer\n"
-"                        for chunks over 2M; -v says how many); the file\n"
-"                        is the same for any N\n"
+"                        for chunks over 2M) or, uncompressed, counting\n"
+"                        the statistics (half of N, 1 to 4); -v says how\n"
+"                        many; the file is the same for any N\n"
 "  -n, --no-clobber      fail instead of replacing an existing OUT.h5\n"
 "  -o, --output=OUT.h5   the dataset file to write (required)\n"
 "  -q, --quiet           no warnings, no progress, no summary line\n"
@@ -581,7 +582,8 @@ static void report(const rec_reader *r, const h5out *h, double total,
 	double t_z = h5out_compress_time(h, &jobs, &chunks);
 	double work = total - t_in - t_h5 - t_sync;
 	double t_bg = h5out_write_thread_time(h);
-	char threads[128] = "", beside[64] = "";
+	unsigned t_st = h5out_stats_threads(h);
+	char threads[128] = "", beside[64] = "", stats[64] = "";
 	struct stat sb;
 
 	if (prog_verbosity < 1)
@@ -593,16 +595,21 @@ static void report(const rec_reader *r, const h5out *h, double total,
 	if (t_bg > 0)
 		snprintf(beside, sizeof(beside), " (and %.2f s on a writing "
 			 "thread)", t_bg);
+	if (t_st)
+		snprintf(stats, sizeof(stats), ", the statistics counted "
+			 "beside on %u %s", t_st,
+			 prog_plural(t_st, "thread", "threads"));
 	/* the stream's bytes with each payload at its length, whether it
 	 * came in the pipe or by reference, as the other stages count */
 	prog_info("read %" PRIu64 " %s (%" PRIu64 " bytes), wrote %lld "
 		  "bytes; waiting for input %.2f s, working %.2f s, writing "
-		  "%.2f s%s%s, syncing to the disk %.2f s",
+		  "%.2f s%s%s%s, syncing to the disk %.2f s",
 		  rec_reader_count(r),
 		  prog_plural(rec_reader_count(r), "record", "records"),
 		  rec_reader_inline_bytes(r),
 		  stat(name, &sb) == 0 ? (long long)sb.st_size : -1LL,
-		  t_in, work > 0 ? work : 0, t_h5, beside, threads, t_sync);
+		  t_in, work > 0 ? work : 0, t_h5, beside, stats, threads,
+		  t_sync);
 	prog_report_shm_in(r);
 }
 

@@ -256,28 +256,49 @@ static void add_interleaved(struct gstats *st, int dtype, const void *p,
 	st->frames += sign > 0 ? (int64_t)n : -(int64_t)n;
 }
 
-/* One features row [width][len] (values of one bin together): bin by
- * bin, STATS_FRAMES values at a time. */
+/* Bins [b0, b1) of one features row [width][len] (values of one bin
+ * together): bin by bin, STATS_FRAMES values at a time. Each bin's sums
+ * are its own, so bins counted apart (stats_rows_bins()) give the sums a
+ * count of every bin at once gives, to the last bit. */
 static void add_planar(struct gstats *st, int dtype, const void *p,
-		       size_t len)
+		       size_t len, size_t b0, size_t b1)
 {
-	size_t esize = rec_dtype_size(dtype), w = st->width;
+	size_t esize = rec_dtype_size(dtype);
 	int exact = sum_exact(dtype);
 	float x[STATS_FRAMES];
 
-	for (size_t b = 0; b < w; b++)
+	for (size_t b = b0; b < b1; b++)
 		for (size_t t = 0, k; t < len; t += k) {
 			k = len - t < STATS_FRAMES ? len - t : STATS_FRAMES;
 			to_f32(dtype, (const unsigned char *)p +
 			       (b * len + t) * esize, k, x);
 			add_run(st, b, x, k, exact);
 		}
-	st->frames += (int64_t)len;
 }
 
 int stats_counted(const h5out *h, const struct group *g)
 {
 	return !h->o.stats_given && g->st.width;
+}
+
+int stats_by_bins(const h5out *h, const struct group *g)
+{
+	return stats_counted(h, g) && !h->o.ragged &&
+	       h->o.kind != REC_T_AUDIO && h->dim1 != 1;
+}
+
+void stats_rows_bins(h5out *h, struct group *g, const void *p, size_t rows,
+		     size_t b0, size_t b1)
+{
+	for (size_t r = 0; r < rows; r++)
+		add_planar(&g->st, h->o.dtype,
+			   (const unsigned char *)p + r * h->row_bytes,
+			   h->dim1, b0, b1);
+}
+
+void stats_rows_counted(h5out *h, struct group *g, size_t rows)
+{
+	g->st.frames += (int64_t)(rows * h->dim1);
 }
 
 void stats_rows(h5out *h, struct group *g, const void *p, size_t rows)
@@ -293,9 +314,8 @@ void stats_rows(h5out *h, struct group *g, const void *p, size_t rows)
 	} else if (h->dim1 == 1) { /* rows of one frame: frames [n_mels] */
 		add_interleaved(st, h->o.dtype, p, rows, 1);
 	} else { /* features rows [n_mels][n_frames] */
-		for (size_t r = 0; r < rows; r++)
-			add_planar(st, h->o.dtype, (const unsigned char *)p +
-				   r * h->row_bytes, h->dim1);
+		stats_rows_bins(h, g, p, rows, 0, st->width);
+		stats_rows_counted(h, g, rows);
 	}
 }
 
