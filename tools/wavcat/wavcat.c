@@ -498,13 +498,43 @@ static int feed(struct run *r)
 	return 0;
 }
 
+/* Bytes of samples the clips in the pool's window may hold when they
+ * are all of one size: 16 MiB, the keyword-spotting job's clips (32 KB)
+ * 512 of them. */
+#define WINDOW_BYTES ((uint64_t)16 << 20)
+
+/*
+ * Clips handed to the decoders and not yet written, at most: four a
+ * decoder, and where --duration or --samples makes every clip one size,
+ * up to sixteen a decoder while they hold at most WINDOW_BYTES (a slot
+ * keeps its buffer from clip to clip). With four a decoder, the
+ * keyword-spotting job's decoders, faster than the thread writing the
+ * records, ran out of clips and slept so often that waking them and
+ * waiting for them were 0.3 of its 0.5 s; sixteen took 0.81 -> 0.73 s
+ * off its pipeline on an H200 host (docs/BENCHMARKS.md). Clips of any
+ * length keep four a decoder: a window's memory is its clips'.
+ */
+static size_t pool_window(const struct run *r, size_t jobs)
+{
+	size_t window = 4 * jobs + 4, most = 16 * jobs + 4;
+	uint64_t bytes = r->cfg.duration * rec_dtype_size(r->cfg.dtype);
+	uint64_t fit;
+
+	if (bytes == 0 || r->cfg.duration > r->cfg.piece_samples)
+		return window;
+	fit = WINDOW_BYTES / bytes;
+	if (fit > window)
+		window = fit < most ? (size_t)fit : most;
+	return window;
+}
+
 /* Starts decoding the shard's clips (every clip of a whole run) on the
  * pool, the first window of them, before the output opens: the job's
  * fingerprint, which the stream's header carries, takes another pass
  * over the list, as long as the first clips take to decode. */
 static int start_decoding(struct run *r)
 {
-	size_t jobs = threads(r);
+	size_t jobs = threads(r), window = pool_window(r, jobs);
 
 	if (r->n_own == 0) /* a shard may hold no clip: a valid stream */
 		return 0;
@@ -512,8 +542,8 @@ static int start_decoding(struct run *r)
 		return -1;
 	r->listed = 0;
 	r->cfg.lease_to = &r->lease_w;
-	r->feed_batch = jobs + 1; /* a quarter of the window */
-	if (pool_start(&r->pool, &r->cfg, jobs, 4 * jobs + 4, annotate, r)) {
+	r->feed_batch = window / 4; /* a quarter of the window */
+	if (pool_start(&r->pool, &r->cfg, jobs, window, annotate, r)) {
 		prog_err("unable to start %zu decoder threads", jobs);
 		return -1;
 	}
