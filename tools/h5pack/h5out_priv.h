@@ -132,9 +132,9 @@ struct h5out {
 	uint64_t source_clip;
 	int32_t source_rate, source_channels;
 
-	struct stats_bg *sbg;   /* the statistics thread (h5statsbg.c) */
-	int sbg_failed;         /* it could not be started */
-	unsigned sbg_threads;   /* its threads, once started */
+	struct stats_bg *sbg;   /* the statistics threads (h5statsbg.c) */
+	int sbg_failed;         /* none could be started */
+	unsigned sbg_threads;   /* threads started */
 	struct write_bg *wbg;   /* the writing thread (h5writebg.c) */
 	int wbg_failed;         /* it could not be started */
 	int wbg_busy;           /* it holds chunks: the library is its */
@@ -207,8 +207,8 @@ int append_columns(h5out *h, struct group *g, hsize_t at, hsize_t n,
 		   const int32_t *label, const int32_t *clip,
 		   const int32_t *segment, const int64_t *offset);
 /* Appends n rows of the group's features from p at row at, their
- * statistics counted (a full chunk's on the statistics thread, while it
- * is written); -1 without a message. */
+ * statistics counted (a full chunk's on the statistics threads, while
+ * it is written); -1 without a message. */
 int append_features(h5out *h, struct group *g, hsize_t at, size_t n,
 		    const void *p);
 /* Writes the buffered features rows; a full chunk to the threads when
@@ -280,16 +280,16 @@ void stats_frames(h5out *h, struct group *g, const void *p, size_t n,
 /* stats_count, stats_sum and stats_sumsq in the group. */
 int stats_write(h5out *h, struct group *g);
 
-/* h5statsbg.c: stats_rows() on a thread of its own, while this one
+/* h5statsbg.c: stats_rows() on threads of their own, while this one
  * writes the rows */
 
 /* Starts counting n rows at p (which stay as they are until
- * stats_rows_end()); counts them here when the thread cannot start. */
+ * stats_rows_end()); counts them here when no thread can start. */
 void stats_rows_begin(h5out *h, struct group *g, const void *p,
 		      size_t rows);
 /* Waits until the rows handed to stats_rows_begin() are counted. */
 void stats_rows_end(h5out *h);
-/* Ends the thread (a count under way first). */
+/* Ends the threads (a count under way first). */
 void stats_bg_stop(h5out *h);
 
 /* h5writebg.c: a group's full chunk of rows written on a thread of its
