@@ -208,7 +208,7 @@ test_expect_success VALGRIND 'every stage is clean under valgrind' '
 # threads_of PROG ERR: the thread count PROG's -v line in ERR reports.
 threads_of() {
 	case $1 in
-	wavcat) sed -n "s/^wavcat: threads (\([0-9]*\)).*/\1/p" "$2" ;;
+	wavcat) sed -n "s/^wavcat: threads (\([0-9]*\),.*/\1/p" "$2" ;;
 	gpumel) sed -n "s/^gpumel: backend cpu: fftw3f, \([0-9]*\) thread.*/\1/p" "$2" ;;
 	h5pack) sed -n "s/.*compression threads (\([0-9]*\)).*/\1/p" "$2" ;;
 	esac

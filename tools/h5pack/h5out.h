@@ -30,10 +30,10 @@ struct h5out_opts {
 				    (formats/hdf5.md) */
 	size_t chunk_bytes;      /* target size of a features chunk */
 	size_t jobs;             /* threads compressing whole features
-				    chunks, or, half as many (1 to 4),
-				    counting uncompressed chunks'
-				    statistics (the file is the same for
-				    any number) */
+				    chunks, and half as many (1 to 4)
+				    counting the statistics of chunks
+				    written whole (the file is the same
+				    for any number) */
 	float top_db;            /* features items in pieces are raised to
 				    their max - top_db (the header's
 				    top_db); < 0: left as they are */

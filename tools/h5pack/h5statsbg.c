@@ -17,8 +17,9 @@
  * each its own bins of every row: a bin's sums are its own, added in the
  * order of the rows, so the sums are the ones a single thread makes, to
  * the last bit, for any number of threads. Other rows (frames of one
- * row each, audio) are counted by the first thread alone, as before.
- * One chunk at a time, in the order written.
+ * row each, audio) are counted by one thread, as before: the layout is
+ * the run's, so that is the only thread started. One chunk at a time,
+ * in the order written.
  *
  * Nothing else touches a group's statistics between begin and end (its
  * other callers run on this thread, outside that span). Threads that
@@ -107,11 +108,12 @@ static unsigned stats_threads(const h5out *h)
 	return n < 1 ? 1 : n > STATS_THREADS ? STATS_THREADS : (unsigned)n;
 }
 
-/* The threads, started at the first chunk; NULL when none can be. */
-static struct stats_bg *stats_bg(h5out *h)
+/* The threads, started at the first chunk (g's: the layout is the
+ * run's); NULL when none can be. */
+static struct stats_bg *stats_bg(h5out *h, const struct group *g)
 {
 	struct stats_bg *b;
-	unsigned want = stats_threads(h);
+	unsigned want = stats_by_bins(h, g) ? stats_threads(h) : 1;
 
 	if (h->sbg || h->sbg_failed)
 		return h->sbg;
@@ -149,7 +151,7 @@ void stats_rows_begin(h5out *h, struct group *g, const void *p,
 
 	if (!stats_counted(h, g) || !rows)
 		return;
-	b = stats_bg(h);
+	b = stats_bg(h, g);
 	if (b == NULL) {
 		stats_rows(h, g, p, rows);
 		return;

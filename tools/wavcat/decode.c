@@ -350,7 +350,11 @@ static int decode_sf(struct decoder *d, SNDFILE *sf, const SF_INFO *info,
 	out->clip_samples = cfg->duration ? cfg->duration : exact ? want : 0;
 	s.limit = out->clip_samples ? out->clip_samples : UINT64_MAX;
 	/* Room for what the header promises, within reason: a damaged
-	 * header can promise anything. */
+	 * header can promise anything, and a clip trimmed to --duration
+	 * holds no more than that (a window of clips' memory is theirs:
+	 * decode_buffer_bytes()). */
+	if (cfg->duration && want > cfg->duration)
+		want = cfg->duration;
 	if (want > s.piece)
 		want = s.piece;
 	if (sink_reserve(&s, want < RESERVE_MAX ? want : RESERVE_MAX) ||

@@ -17,6 +17,30 @@
 #include "../common/prog.h"
 #include "decode_priv.h"
 
+/* The bytes a buffer of cap bytes grows to for need bytes (more than
+ * cap): doubled from 64 KiB, never more than a piece of esize samples. */
+static size_t grown(size_t cap, size_t need, size_t esize, uint64_t piece)
+{
+	cap = cap ? cap : 65536;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	/* never more than a piece: need is at most one */
+	if (cap > need && cap / esize > piece)
+		cap = (size_t)piece * esize;
+	return cap;
+}
+
+size_t decode_buffer_bytes(const struct decode_cfg *cfg, uint64_t samples)
+{
+	size_t esize = rec_dtype_size(cfg->dtype);
+
+	if (samples > cfg->piece_samples)
+		samples = cfg->piece_samples;
+	if (samples > SIZE_MAX / esize)
+		return SIZE_MAX;
+	return grown(0, (size_t)samples * esize, esize, cfg->piece_samples);
+}
+
 /* Makes room for n samples in the clip's buffer. */
 int sink_reserve(struct sink *s, uint64_t n)
 {
@@ -29,12 +53,7 @@ int sink_reserve(struct sink *s, uint64_t n)
 	need = (size_t)n * s->esize;
 	if (need <= o->cap)
 		return 0;
-	cap = o->cap ? o->cap : 65536;
-	while (cap < need)
-		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	/* never more than a piece: n is at most one */
-	if (cap > need && cap / s->esize > s->piece)
-		cap = (size_t)s->piece * s->esize;
+	cap = grown(o->cap, need, s->esize, s->piece);
 	nd = realloc(o->data, cap);
 	if (nd == NULL)
 		goto nomem;

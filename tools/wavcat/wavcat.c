@@ -52,6 +52,7 @@ struct run {
 	double t0, t_read, t_resample, t_emit, t_wait, t_write;
 	double t_feed;          /* handing clips to the pool */
 	uint64_t feed_batch;    /* free slots before feed() hands clips in */
+	size_t window;          /* clips in flight at most (pool_window()) */
 	uint64_t wakes;         /* of a sleeping decoder (pool_wakes()) */
 };
 /* Opens the output: -o FILE or standard output, never a terminal. */
@@ -498,16 +499,16 @@ static int feed(struct run *r)
 	return 0;
 }
 
-/* Bytes of samples the clips in the pool's window may hold when they
- * are all of one size: 16 MiB, the keyword-spotting job's clips (32 KB)
- * 512 of them. */
+/* Bytes the buffers of the clips in the pool's window may hold when the
+ * clips are all of one size: 16 MiB, 256 of the keyword-spotting job's
+ * (32,000 bytes of samples in a 64 KiB buffer). */
 #define WINDOW_BYTES ((uint64_t)16 << 20)
 
 /*
  * Clips handed to the decoders and not yet written, at most: four a
  * decoder, and where --duration or --samples makes every clip one size,
- * up to sixteen a decoder while they hold at most WINDOW_BYTES (a slot
- * keeps its buffer from clip to clip). With four a decoder, the
+ * up to sixteen a decoder while their buffers hold at most WINDOW_BYTES
+ * (a slot keeps its buffer from clip to clip). With four a decoder, the
  * keyword-spotting job's decoders, faster than the thread writing the
  * records, ran out of clips and slept so often that waking them and
  * waiting for them were 0.3 of its 0.5 s; sixteen took 0.81 -> 0.73 s
@@ -517,12 +518,11 @@ static int feed(struct run *r)
 static size_t pool_window(const struct run *r, size_t jobs)
 {
 	size_t window = 4 * jobs + 4, most = 16 * jobs + 4;
-	uint64_t bytes = r->cfg.duration * rec_dtype_size(r->cfg.dtype);
 	uint64_t fit;
 
-	if (bytes == 0 || r->cfg.duration > r->cfg.piece_samples)
+	if (r->cfg.duration == 0 || r->cfg.duration > r->cfg.piece_samples)
 		return window;
-	fit = WINDOW_BYTES / bytes;
+	fit = WINDOW_BYTES / decode_buffer_bytes(&r->cfg, r->cfg.duration);
 	if (fit > window)
 		window = fit < most ? (size_t)fit : most;
 	return window;
@@ -542,6 +542,7 @@ static int start_decoding(struct run *r)
 		return -1;
 	r->listed = 0;
 	r->cfg.lease_to = &r->lease_w;
+	r->window = window;
 	r->feed_batch = window / 4; /* a quarter of the window */
 	if (pool_start(&r->pool, &r->cfg, jobs, window, annotate, r)) {
 		prog_err("unable to start %zu decoder threads", jobs);
@@ -641,11 +642,12 @@ static void report(const struct run *r)
 		  prog_plural(r->cfg.piece_samples, "sample", "samples"),
 		  (unsigned long long)r->n_pieces,
 		  prog_plural(r->n_pieces, "piece", "pieces"));
-	prog_info("threads (%zu): reading and decoding %.2f s, resampling "
+	prog_info("threads (%zu, %zu clips in flight at most): reading and "
+		  "decoding %.2f s, resampling "
 		  "%.2f s, handing on pieces %.2f s; handing clips to them "
 		  "%.2f s (waking one %llu %s), waiting for them %.2f s, "
 		  "writing output %.2f s (of which waiting on output %.2f s)",
-		  threads(r), r->t_read,
+		  threads(r), r->window, r->t_read,
 		  r->t_resample, r->t_emit, r->t_feed,
 		  (unsigned long long)r->wakes,
 		  prog_plural(r->wakes, "time", "times"), r->t_wait,

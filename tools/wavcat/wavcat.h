@@ -345,6 +345,9 @@ void decoder_times(const struct decoder *d, double *t_read,
 /* --duration SECONDS in samples at rate (rounded to nearest; at most
  * UINT64_MAX / 2), 0 when less than one. */
 uint64_t decode_seconds(double seconds, uint32_t rate);
+/* The bytes of the buffer a clip of samples samples (at most a piece)
+ * is decoded into: what a pool's slot keeps from clip to clip. */
+size_t decode_buffer_bytes(const struct decode_cfg *cfg, uint64_t samples);
 /* The sample rate of the file at path, when the file gives samples as a
  * clip decoded under like (its dtype, piece size and duration, or with
  * seconds nonzero, seconds at the file's rate), whole or cut short: 0,
