@@ -88,6 +88,17 @@ $(POOL_TSAN_HELPER): $(POOL_TSAN_SRC) tools/wavcat/wavcat.h \
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fsanitize=thread \
 		-pthread -o $@ $(POOL_TSAN_SRC)
 
+# test-sha1: wavcat's SHA-1 (tools/wavcat/sha1.c), both its paths
+# (t1008).
+SHA1_HELPER := $(HELPER_DIR)/test-sha1
+test-helpers: $(SHA1_HELPER)
+
+$(SHA1_HELPER): $(HELPER_DIR)/test-sha1.o $(HELPER_TAP) \
+		$(BUILD)/tools/wavcat/sha1.o
+	@mkdir -p $(@D)
+	@[ "$(V)" = 1 ] || echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^
+
 # h5pack-tsan: h5pack under ThreadSanitizer, for its threads (the reader's
 # read-ahead, the writing and the statistics threads: h5writebg.c,
 # h5statsbg.c) on whole streams (t4012). The HDF5 library is not

@@ -36,6 +36,12 @@ shards_merge() {
 	$CHECK $name.$n.merged $name.rec $shards
 }
 
+# The SHA-1 behind the fingerprint (and the hash split): the FIPS 180
+# vectors, and the SHA extensions' blocks against the portable code.
+test_expect_success 'SHA-1: FIPS vectors, SHA extensions and portable code' '
+	test_tap test-sha1
+'
+
 test_expect_success 'set up: labelled clips, unusable ones, one cut short' '
 	"$PYTHON" "$TEST_DIRECTORY/py/e2e_mkdata.py" DATA --labels 3 \
 		--per-label 4 --seconds 1 &&

@@ -1,12 +1,23 @@
 /*
- * sha1.c - SHA-1 (FIPS 180-4), only for the Speech Commands hash split,
- * which must reproduce TensorFlow's which_set() bit for bit. Not for
- * anything that needs a secure hash.
+ * sha1.c - SHA-1 (FIPS 180-4), for the Speech Commands hash split, which
+ * must reproduce TensorFlow's which_set() bit for bit, and for the job's
+ * fingerprint (shard.c), which formats/record.md defines as a SHA-1. Not
+ * for anything that needs a secure hash.
+ *
+ * Where the processor has the SHA extensions (x86-64), the blocks go
+ * through them: the fingerprint hashes every key of the listing before
+ * the stream's header can go out, and the portable code took about a
+ * quarter of that time (1,300 instructions a one-second clip's key).
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "wavcat.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SHA1_HW 1
+#endif
 
 static uint32_t rol(uint32_t x, int n)
 {
@@ -61,6 +72,79 @@ static void sha1_block(uint32_t h[5], const unsigned char *p)
 	h[4] += e;
 }
 
+#ifdef SHA1_HW
+/* One SHA1RNDS4 group: four rounds with function f, message words
+ * W[4g..4g+3] made from the four groups before (kept in w[g % 4]) where
+ * g >= 4, and the round's E from the state before the previous group. */
+#define SHA1_GROUP(f)                                                     \
+	do {                                                              \
+		if (g >= 4)                                               \
+			w[g & 3] = _mm_sha1msg2_epu32(                    \
+				_mm_xor_si128(_mm_sha1msg1_epu32(         \
+						      w[g & 3],           \
+						      w[(g + 1) & 3]),    \
+					      w[(g + 2) & 3]),            \
+				w[(g + 3) & 3]);                          \
+		e = g ? _mm_sha1nexte_epu32(prev, w[g & 3]) :             \
+			_mm_add_epi32(e0, w[0]);                          \
+		prev = abcd;                                              \
+		abcd = _mm_sha1rnds4_epu32(abcd, e, f);                   \
+		g++;                                                      \
+	} while (0)
+
+__attribute__((target("sha,ssse3,sse4.1")))
+static void sha1_block_hw(uint32_t h[5], const unsigned char *p)
+{
+	/* the block's big-endian words, first word in the top lane */
+	const __m128i swap = _mm_set_epi64x(0x0001020304050607LL,
+					    0x08090a0b0c0d0e0fLL);
+	__m128i abcd, e0, e, prev, w[4];
+	int g = 0;
+
+	abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)h), 0x1B);
+	e0 = _mm_set_epi32((int)h[4], 0, 0, 0);
+	for (int i = 0; i < 4; i++)
+		w[i] = _mm_shuffle_epi8(
+			_mm_loadu_si128((const __m128i *)(p + 16 * i)), swap);
+	prev = abcd;
+	while (g < 5)
+		SHA1_GROUP(0);
+	while (g < 10)
+		SHA1_GROUP(1);
+	while (g < 15)
+		SHA1_GROUP(2);
+	while (g < 20)
+		SHA1_GROUP(3);
+	e0 = _mm_sha1nexte_epu32(prev, e0);
+	abcd = _mm_add_epi32(abcd, _mm_shuffle_epi32(
+			     _mm_loadu_si128((const __m128i *)h), 0x1B));
+	_mm_storeu_si128((__m128i *)h, _mm_shuffle_epi32(abcd, 0x1B));
+	h[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+}
+#endif
+
+int sha1_hw_available(void)
+{
+#ifdef SHA1_HW
+	return __builtin_cpu_supports("sha") &&
+	       __builtin_cpu_supports("ssse3") &&
+	       __builtin_cpu_supports("sse4.1");
+#else
+	return 0;
+#endif
+}
+
+static void block(struct sha1_ctx *c, const unsigned char *p)
+{
+#ifdef SHA1_HW
+	if (c->hw) {
+		sha1_block_hw(c->h, p);
+		return;
+	}
+#endif
+	sha1_block(c->h, p);
+}
+
 void sha1_init(struct sha1_ctx *c)
 {
 	static const uint32_t h0[5] = { 0x67452301u, 0xEFCDAB89u,
@@ -70,6 +154,7 @@ void sha1_init(struct sha1_ctx *c)
 	memcpy(c->h, h0, sizeof(h0));
 	c->len = 0;
 	c->fill = 0;
+	c->hw = sha1_hw_available();
 }
 
 void sha1_update(struct sha1_ctx *c, const void *data, size_t len)
@@ -77,6 +162,12 @@ void sha1_update(struct sha1_ctx *c, const void *data, size_t len)
 	const unsigned char *p = data;
 
 	c->len += len;
+	/* whole blocks straight from the caller's bytes */
+	while (c->fill == 0 && len >= 64) {
+		block(c, p);
+		p += 64;
+		len -= 64;
+	}
 	while (len > 0) {
 		size_t n = 64 - c->fill;
 
@@ -87,7 +178,7 @@ void sha1_update(struct sha1_ctx *c, const void *data, size_t len)
 		p += n;
 		len -= n;
 		if (c->fill == 64) {
-			sha1_block(c->h, c->buf);
+			block(c, c->buf);
 			c->fill = 0;
 		}
 	}

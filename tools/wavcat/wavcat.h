@@ -219,7 +219,13 @@ struct sha1_ctx {
 	uint64_t len;            /* bytes hashed so far */
 	unsigned char buf[64];   /* a partial block */
 	size_t fill;
+	int hw;                  /* blocks through the SHA extensions (set
+				    by sha1_init() where the processor has
+				    them; a test may clear it) */
 };
+
+/* Whether this processor hashes blocks with the SHA extensions. */
+int sha1_hw_available(void);
 
 void sha1_init(struct sha1_ctx *c);
 void sha1_update(struct sha1_ctx *c, const void *data, size_t len);
