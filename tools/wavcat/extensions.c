@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <sndfile.h>
 
@@ -17,17 +16,29 @@
 static char exts[MAX_EXTS][16];
 static size_t n_exts;
 
+/* Copies the n bytes of e in lower case (ASCII) into out, with a NUL. */
+static void lower(char *out, const char *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = e[i] >= 'A' && e[i] <= 'Z' ? (char)(e[i] - 'A' + 'a') :
+						      e[i];
+	out[n] = '\0';
+}
+
+/* Adds e, in lower case, once. */
 static void add_ext(const char *e)
 {
-	size_t i;
+	char low[sizeof(exts[0])];
+	size_t i, n = e ? strlen(e) : 0;
 
-	if (e == NULL || e[0] == '\0' || strlen(e) >= sizeof(exts[0]))
+	if (n == 0 || n >= sizeof(exts[0]))
 		return;
+	lower(low, e, n);
 	for (i = 0; i < n_exts; i++)
-		if (strcasecmp(exts[i], e) == 0)
+		if (strcmp(exts[i], low) == 0)
 			return;
 	if (n_exts < MAX_EXTS)
-		strcpy(exts[n_exts++], e);
+		strcpy(exts[n_exts++], low);
 }
 
 static int cmp_ext(const void *a, const void *b)
@@ -93,18 +104,23 @@ static void init_exts(void)
 	qsort(exts, n_exts, sizeof(exts[0]), cmp_ext);
 }
 
+/* In any case: the extension in lower case, looked up in the sorted
+ * table (strcasecmp down the whole table, 31 names, was four fifths of
+ * the instructions of walking a folder). */
 int inputs_is_audio_name(const char *name)
 {
 	const char *dot = strrchr(name, '.');
-	size_t i;
+	char low[sizeof(exts[0])];
+	size_t n;
 
 	init_exts();
 	if (dot == NULL || dot == name || dot[1] == '\0')
 		return 0;
-	for (i = 0; i < n_exts; i++)
-		if (strcasecmp(dot + 1, exts[i]) == 0)
-			return 1;
-	return 0;
+	n = strlen(dot + 1);
+	if (n >= sizeof(low))
+		return 0;
+	lower(low, dot + 1, n);
+	return bsearch(low, exts, n_exts, sizeof(exts[0]), cmp_ext) != NULL;
 }
 
 void inputs_print_extensions(FILE *f, int indent, int width)

@@ -51,6 +51,22 @@ static void hash_str(struct sha1_ctx *c, const char *s)
 	sha1_update(c, s, strlen(s) + 1);
 }
 
+/* Adds v in decimal ("%ld") and its NUL: snprintf's share of the pass
+ * over the listing was a fifth of it. */
+static void hash_dec(struct sha1_ctx *c, long v)
+{
+	char num[24], *p = num + sizeof(num);
+	unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+
+	*--p = '\0';
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--p = '-';
+	sha1_update(c, p, (size_t)(num + sizeof(num) - p));
+}
+
 int shard_job(struct clip_list *cl, const struct label_table *lt,
 	      const struct splitter *sp, const struct rec_header *h,
 	      char hex[41])
@@ -60,7 +76,6 @@ int shard_job(struct clip_list *cl, const struct label_table *lt,
 	unsigned char md[20];
 	const char *k, *v;
 	struct clip c;
-	char num[32];
 	size_t i;
 	int got;
 
@@ -69,10 +84,8 @@ int shard_job(struct clip_list *cl, const struct label_table *lt,
 		return -1;
 	while ((got = inputs_read(cl, m, &c)) > 0) {
 		hash_str(&ctx, c.key);
-		snprintf(num, sizeof(num), "%ld", (long)labels_of(lt, &c));
-		hash_str(&ctx, num);
-		snprintf(num, sizeof(num), "%d", split_of(sp, &c));
-		hash_str(&ctx, num);
+		hash_dec(&ctx, (long)labels_of(lt, &c));
+		hash_dec(&ctx, split_of(sp, &c));
 	}
 	inputs_close(m);
 	if (got < 0)
