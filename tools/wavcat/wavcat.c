@@ -51,6 +51,8 @@ struct run {
 	uint64_t n_samples;      /* samples written */
 	double t0, t_read, t_resample, t_emit, t_wait, t_write;
 	double t_feed;          /* handing clips to the pool */
+	double t_job, t_header; /* the fingerprint took; the header was
+				   written at (from the start) */
 	uint64_t feed_batch;    /* free slots before feed() hands clips in */
 	size_t window;          /* clips in flight at most (pool_window()) */
 	uint64_t wakes;         /* of a sleeping decoder (pool_wakes()) */
@@ -254,9 +256,11 @@ static int make_header(struct run *r, int argc, char **argv)
 static int add_job(struct run *r)
 {
 	char hex[41];
+	double t0 = prog_now();
 
 	if (shard_job(&r->cl, &r->lt, &r->sp, r->h, hex))
 		return -1;
+	r->t_job = prog_now() - t0;
 	if (rec_header_add(r->h, "job", hex)) {
 		prog_err("out of memory");
 		return -1;
@@ -276,6 +280,7 @@ static int open_writer(struct run *r)
 
 	if (err)
 		return prog_write_failed(r->o.co.output, r->w, err);
+	r->t_header = prog_now() - r->t0;
 	if (wo.shm)
 		atomic_store_explicit(&r->lease_w, r->w, memory_order_release);
 	return 0;
@@ -633,6 +638,10 @@ static void report(const struct run *r)
 		  (unsigned long long)rec_writer_inline_bytes(r->w),
 		  prog_plural(rec_writer_inline_bytes(r->w), "byte", "bytes"),
 		  prog_now() - r->t0);
+	/* the stages after this one wait for the header: what it waited
+	 * for is most of a short run's time */
+	prog_info("header written at %.2f s (the job's fingerprint took "
+		  "%.2f s)", r->t_header, r->t_job);
 	prog_info("%llu %s; %llu %s longer than %llu %s in %llu %s",
 		  (unsigned long long)r->n_samples,
 		  prog_plural(r->n_samples, "sample", "samples"),
