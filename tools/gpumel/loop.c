@@ -232,31 +232,38 @@ static int alloc_batch(struct loop *lp, struct hbatch *hb, size_t in,
 }
 
 /*
- * Gives the free batches the size chosen from the data now, while the
- * reader fills the first one, rather than one at a time when it asks
- * (pinned memory takes milliseconds to allocate).
+ * Gives one free batch that lacks it the size chosen from the data: 1
+ * when it allocated one, 0 when no free batch needed it. The compute
+ * loop calls it when it has nothing to submit, so that the reader seldom
+ * has to ask and the first batches go to the GPU before the others are
+ * allocated (all five allocated right after the first, as before, held
+ * the first batch back by their time: pinned memory takes milliseconds).
  */
-static void alloc_free_batches(struct loop *lp)
+static int alloc_free_batch(struct loop *lp)
 {
 	struct hbatch *hb;
+	int done = 0;
 
-	/* one at a time, so that the reader can take each when it is
-	 * ready; n_hb pops see every batch in the queue once */
-	for (size_t i = 0; i < lp->n_hb; i++) {
+	/* n_hb pops see every batch in the queue once; one taken at a
+	 * time, so that the reader can take the others meanwhile */
+	for (size_t i = 0; i < lp->n_hb && !done; i++) {
 		hb = q_pop(lp, &lp->free_q, 0);
 		if (!hb)
 			break;
 		if (!hb->allocated || hb->mb.in_cap < lp->cap_in ||
 		    hb->mb.out_cap < lp->cap_out ||
-		    hb->mb.cap_recs < lp->cap_recs)
+		    hb->mb.cap_recs < lp->cap_recs) {
 			alloc_batch(lp, hb, lp->cap_in, lp->cap_out,
 				    lp->cap_recs);
+			done = 1;
+		}
 		q_push(lp, &lp->free_q, hb);
 	}
+	return done;
 }
 
-/* Serves the reader's request to grow hb (the first one also sizes the
- * other batches). */
+/* Serves the reader's request to grow hb (after the first one, the other
+ * batches get the size as the compute loop has time: alloc_free_batch()). */
 static void do_resize(struct loop *lp, struct hbatch *hb)
 {
 	alloc_batch(lp, hb, hb->want_in, hb->want_out, hb->want_recs);
@@ -266,7 +273,7 @@ static void do_resize(struct loop *lp, struct hbatch *hb)
 	pthread_mutex_unlock(&lp->mu);
 	if (!lp->sized) {
 		lp->sized = 1;
-		alloc_free_batches(lp);
+		lp->grow = 1;
 	}
 }
 
@@ -397,6 +404,10 @@ static int compute_loop(struct loop *lp, struct pending *pq)
 		pend_forward(lp, pq);
 		if (inflight < lp->be->depth)
 			hb = q_pop(lp, &lp->ready_q, 0);
+		/* nothing to submit now: size a free batch meanwhile */
+		if (!hb && lp->grow && !aborted(lp) &&
+		    (lp->grow = alloc_free_batch(lp)))
+			continue;
 		if (!hb && inflight > 0) {
 			if (collect(lp, &inflight) < 0)
 				return -1;

@@ -146,6 +146,8 @@ struct loop {
 	struct hbatch *hb;
 	size_t n_hb;
 	int sized;             /* the batches have the size from the data */
+	int grow;              /* free batches may still lack that size
+				  (the compute thread's) */
 	size_t target_in;      /* input bytes per batch */
 	size_t batch_recs;     /* --batch */
 	size_t cap_in, cap_out, cap_recs; /* batch size chosen from data */
