@@ -123,8 +123,8 @@ test_expect_success NOSAN 'h5pack --merge with writes off the first thread faili
 # h5pack built with ThreadSanitizer (tests/build.mk): the groups' buffers
 # and counts and the statistics change hands only through the threads'
 # locks (-j 8: four statistics threads, each its bins of a chunk; one
-# for audio, whose rows are not split by bins). Not in sanitizer builds (TSan and ASan do not mix), nor where the
-# compiler cannot link it.
+# for audio, whose rows are not split by bins). Not in sanitizer builds
+# (TSan and ASan do not mix), nor where the compiler cannot link it.
 test_expect_success NOSAN 'no data race between the threads (ThreadSanitizer)' '
 	if ! test -x "$H5PACK_TSAN"; then
 		say "# skipped: no h5pack-tsan (the compiler lacks TSan)"

@@ -305,17 +305,19 @@ void stats_rows(h5out *h, struct group *g, const void *p, size_t rows)
 {
 	struct gstats *st = &g->st;
 
-	if (!stats_counted(h, g) || !rows)
+	if (!rows)
 		return;
-	if (h->o.ragged) { /* rows are frames [width] */
-		add_interleaved(st, h->o.dtype, p, rows, 1);
-	} else if (h->o.kind == REC_T_AUDIO) { /* [n_samples][channels] */
-		add_interleaved(st, h->o.dtype, p, rows * h->dim0, 1);
-	} else if (h->dim1 == 1) { /* rows of one frame: frames [n_mels] */
-		add_interleaved(st, h->o.dtype, p, rows, 1);
-	} else { /* features rows [n_mels][n_frames] */
+	if (stats_by_bins(h, g)) { /* features rows [n_mels][n_frames] */
 		stats_rows_bins(h, g, p, rows, 0, st->width);
 		stats_rows_counted(h, g, rows);
+	} else if (!stats_counted(h, g)) {
+		return;
+	} else if (h->o.kind == REC_T_AUDIO && !h->o.ragged) {
+		/* [n_samples][channels] */
+		add_interleaved(st, h->o.dtype, p, rows * h->dim0, 1);
+	} else { /* ragged rows are frames [width]; rows of one frame:
+		    frames [n_mels] */
+		add_interleaved(st, h->o.dtype, p, rows, 1);
 	}
 }
 

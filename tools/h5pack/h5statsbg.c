@@ -113,10 +113,11 @@ static unsigned stats_threads(const h5out *h)
 static struct stats_bg *stats_bg(h5out *h, const struct group *g)
 {
 	struct stats_bg *b;
-	unsigned want = stats_by_bins(h, g) ? stats_threads(h) : 1;
+	unsigned want;
 
 	if (h->sbg || h->sbg_failed)
 		return h->sbg;
+	want = stats_by_bins(h, g) ? stats_threads(h) : 1;
 	b = calloc(1, sizeof(*b));
 	if (b == NULL) {
 		h->sbg_failed = 1;
