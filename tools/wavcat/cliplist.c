@@ -147,6 +147,11 @@ struct keyed_off {
 	size_t off;
 };
 
+/* The buffer's bytes each entry needs besides its own: its offset, and
+ * room for its pair while the buffer is sorted (so that the sort, too,
+ * stays within --sort-buffer). */
+#define ENT_RESERVE (sizeof(size_t) + sizeof(struct keyed_off))
+
 static int cmp_keyed(const void *pa, const void *pb, void *base)
 {
 	const struct keyed_off *a = pa, *b = pb;
@@ -172,22 +177,23 @@ static uint64_t key_prefix(const char *ent)
  * Sorts the offsets of the buffer's entries into output order. Each
  * comparison of offsets alone reads two entries scattered over the
  * buffer; most keys differ in their first 8 bytes, so the sort compares
- * those, kept beside the offsets, and reads the entries only on a tie
- * (the keyword-spotting job's 105,829 keys: a third of listing them was
- * this sort). Without memory for the pairs, the offsets alone.
+ * those, kept beside the offsets in the buffer's free room (list_room()
+ * keeps it), and reads the entries only on a tie.
  */
 void sort_mem(struct clip_list *cl)
 {
 	size_t *idx = mem_index(cl), i, n = cl->n_mem;
+	size_t at = (cl->used + 7) & ~(size_t)7;
 	struct keyed_off *k;
 
 	if (n < 2)
 		return;
-	k = malloc(n * sizeof(*k));
-	if (k == NULL) {
+	if (at + n * sizeof(*k) > cl->cap - n * sizeof(size_t)) {
+		/* (list_room() keeps the room) */
 		qsort_r(idx, n, sizeof(size_t), cmp_off, cl->buf);
 		return;
 	}
+	k = (struct keyed_off *)(void *)(cl->buf + at);
 	for (i = 0; i < n; i++) {
 		k[i].pre = key_prefix(cl->buf + idx[i]);
 		k[i].off = idx[i];
@@ -195,7 +201,6 @@ void sort_mem(struct clip_list *cl)
 	qsort_r(k, n, sizeof(*k), cmp_keyed, cl->buf);
 	for (i = 0; i < n; i++)
 		idx[i] = k[i].off;
-	free(k);
 }
 
 /* Sorts the buffer's entries and writes them as a run; empties it. */
@@ -248,17 +253,18 @@ static int list_grow(struct clip_list *cl, size_t need)
 	return 0;
 }
 
-/* Makes room for an entry of size bytes (and its offset). */
+/* Makes room for an entry of size bytes (and its offset and sort pair;
+ * 7 bytes to align the pairs). */
 static int list_room(struct clip_list *cl, size_t size)
 {
-	size_t need = cl->used + size + (cl->n_mem + 1) * sizeof(size_t);
+	size_t need = cl->used + size + (cl->n_mem + 1) * ENT_RESERVE + 7;
 
 	if (need <= cl->cap)
 		return 0;
 	if (need > cl->sort_limit && cl->n_mem > 0) {
 		if (spill(cl))
 			return -1;
-		need = size + sizeof(size_t);
+		need = size + ENT_RESERVE + 7;
 		if (need <= cl->cap)
 			return 0;
 	}

@@ -278,6 +278,10 @@ static int open_writer(struct run *r)
 			       .shm_bytes = prog_shm_bytes() };
 	int err = rec_writer_open(&r->w, r->fd, r->h, &wo);
 
+	/* the header out now, not with the first buffer of records: every
+	 * stage after this one waits for it */
+	if (!err)
+		err = rec_writer_flush(r->w);
 	if (err)
 		return prog_write_failed(r->o.co.output, r->w, err);
 	r->t_header = prog_now() - r->t0;
