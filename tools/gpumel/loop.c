@@ -53,6 +53,17 @@ void q_close(struct loop *lp, struct queue *q)
 	pthread_mutex_unlock(&lp->mu);
 }
 
+/* Whether q was closed (no batch will be pushed to it any more). */
+static int q_closed(struct loop *lp, struct queue *q)
+{
+	int closed;
+
+	pthread_mutex_lock(&lp->mu);
+	closed = q->closed;
+	pthread_mutex_unlock(&lp->mu);
+	return closed;
+}
+
 struct hbatch *q_pop(struct loop *lp, struct queue *q, int wait)
 {
 	struct hbatch *hb = NULL;
@@ -235,9 +246,10 @@ static int alloc_batch(struct loop *lp, struct hbatch *hb, size_t in,
  * Gives one free batch that lacks it the size chosen from the data: 1
  * when it allocated one, 0 when no free batch needed it. The compute
  * loop calls it when it has nothing to submit, so that the reader seldom
- * has to ask and the first batches go to the GPU before the others are
- * allocated (all five allocated right after the first, as before, held
- * the first batch back by their time: pinned memory takes milliseconds).
+ * has to ask and yet the first batch goes to the GPU without waiting for
+ * the others' allocations (pinned memory takes milliseconds a batch, and
+ * the first batch comes right after the CUDA start, with the stages
+ * upstream waiting on it).
  */
 static int alloc_free_batch(struct loop *lp)
 {
@@ -392,7 +404,8 @@ static int submit(struct loop *lp, struct hbatch *hb, int *inflight)
 /*
  * Submits batches as they come, up to the backend's depth in flight, and
  * collects the oldest whenever there is nothing new to submit, so that a
- * finished batch never waits for the next one to be read.
+ * finished batch never waits for the next one to be read (only, once a
+ * run, for the other batches' allocation).
  */
 static int compute_loop(struct loop *lp, struct pending *pq)
 {
@@ -404,8 +417,11 @@ static int compute_loop(struct loop *lp, struct pending *pq)
 		pend_forward(lp, pq);
 		if (inflight < lp->be->depth)
 			hb = q_pop(lp, &lp->ready_q, 0);
-		/* nothing to submit now: size a free batch meanwhile */
+		/* nothing to submit, the input not at its end: size a free
+		 * batch (a batch in flight is collected after; the batches
+		 * are sized once a run) */
 		if (!hb && lp->grow && !aborted(lp) &&
+		    !q_closed(lp, &lp->ready_q) &&
 		    (lp->grow = alloc_free_batch(lp)))
 			continue;
 		if (!hb && inflight > 0) {
