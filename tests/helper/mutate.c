@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xorshift.h"
+
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
 uint64_t mut_rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 /* Where a change goes: with a head, half the time within it. */

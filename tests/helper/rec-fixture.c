@@ -11,6 +11,7 @@
 
 #include "../../lib/crc32c.h"
 #include "tap.h"
+#include "xorshift.h"
 
 int g_ra, g_ua, g_wb, g_plain;
 
@@ -28,10 +29,7 @@ static uint64_t rng_state = 0x243f6a8885a308d3ull;
 
 uint64_t rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 void titem_make(struct titem *t, int type, int dtype, uint64_t clip,

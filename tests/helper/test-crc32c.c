@@ -10,6 +10,7 @@
 
 #include "../../lib/crc32c.h"
 #include "tap.h"
+#include "xorshift.h"
 
 /* The definition: reflected, polynomial 0x82F63B78, init and final XOR
  * 0xFFFFFFFF, one bit at a time. */
@@ -30,10 +31,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 static void test_vectors(void)

@@ -12,6 +12,7 @@
 
 #include "../../tools/wavcat/wavcat.h"
 #include "tap.h"
+#include "xorshift.h"
 
 static void hex(const unsigned char md[20], char out[41])
 {
@@ -80,10 +81,7 @@ static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 /* Every length 0..700 and several cuttings: the SHA extensions' digest
