@@ -123,9 +123,7 @@ static void sha1_block_hw(uint32_t h[5], const unsigned char *p)
 	_mm_storeu_si128((__m128i *)h, _mm_shuffle_epi32(abcd, 0x1B));
 	h[4] = (uint32_t)_mm_extract_epi32(e0, 3);
 }
-#endif
 
-#ifdef SHA1_HW
 /* CPUID: SHA (leaf 7, EBX bit 29), SSSE3 and SSE4.1 (leaf 1, ECX bits 9
  * and 19). Read from CPUID itself: not every compiler's
  * __builtin_cpu_supports() knows "sha". */

@@ -51,8 +51,8 @@ static void hash_str(struct sha1_ctx *c, const char *s)
 	sha1_update(c, s, strlen(s) + 1);
 }
 
-/* Adds v in decimal ("%ld") and its NUL: snprintf's share of the pass
- * over the listing was a fifth of it. */
+/* Adds v in decimal ("%ld") and its NUL, written by hand: snprintf
+ * took much of this pass over the listing, which the header waits for. */
 static void hash_dec(struct sha1_ctx *c, long v)
 {
 	char num[24], *p = num + sizeof(num);
